@@ -1,0 +1,40 @@
+#!/bin/sh
+# Installs every Debian 12 package rdps needs to build, test, benchmark and run
+# its soft-RoCE guest suite. Idempotent: installs only what is missing.
+# Run as root (or with sudo available).
+set -eu
+
+PKGS="build-essential cmake ninja-build pkg-config git
+libcriterion-dev liburing-dev libmetis-dev libjansson-dev libxxhash-dev libssl-dev
+libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
+iproute2 procps psmisc kmod cpio
+wordnet-base
+qemu-system-x86 busybox-static linux-image-amd64
+openmpi-bin
+gnuplot-nox libzmq3-dev
+clang libclang-rt-14-dev"
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null 2>&1 || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+	SUDO=sudo
+fi
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	echo "install-deps: all packages present"
+	exit 0
+fi
+
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing
+echo "install-deps: done"

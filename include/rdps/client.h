@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps client API: what a trainer uses to reach the parameter servers.
+ *
+ *   struct rdps_client_params p = { .ip_config = "ip_config.txt",
+ *                                   .client_id = 0, .num_clients = 2 };
+ *   rdps_client_create(&p, &c, err, sizeof(err));
+ *   rdps_client_table(c, "entity", &ent);
+ *   rdps_client_pull(c, ent.id, ids, n, rows);      // rows: n * ent.dim floats
+ *   rdps_client_push(c, ent.id, ids, grads, n);     // asynchronous
+ *   rdps_client_flush(c);                           // every push applied
+ *   rdps_client_barrier(c);                         // every client got here
+ *   rdps_client_destroy(c);
+ *
+ * A client holds one connection per server. It is not thread-safe: use one
+ * client per thread (each with its own client_id). Ids are global row ids
+ * of a table; the client routes each to the server whose range holds it.
+ * All functions return 0 on success or a negative errno; after a failure
+ * rdps_client_errmsg() says what failed, naming the server.
+ */
+#ifndef RDPS_CLIENT_H
+#define RDPS_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdps/ipconfig.h"
+#include "rdps/transport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdps_client_params {
+	const char *ip_config;             /* path of the ip_config file, or */
+	const struct rdps_ipconfig *servers; /* a parsed one (takes precedence) */
+	const char *transport;             /* "auto" (NULL), "tcp", "verbs", "inproc" */
+	uint32_t client_id;                /* 0 .. num_clients-1, unique in the job */
+	uint32_t num_clients;              /* clients of the job (barrier size) */
+	int timeout_ms;                    /* bound on each wait; 0: 60 s */
+	int barrier_timeout_ms;            /* bound on a barrier; 0: 10 min */
+	size_t max_inflight_bytes;         /* unacknowledged push bytes per server; 0: 64 MiB */
+	int read_consistency;              /* enum rdps_read_consistency */
+	bool quiet;                        /* do not log the transport choice */
+	bool observer;                     /* admin client (stats, shutdown): not
+					    * part of the job, no barrier */
+};
+
+struct rdps_table_info {
+	const char *name;
+	uint32_t id;       /* table index for pull/push */
+	uint32_t dim;      /* floats per row */
+	uint64_t num_rows; /* rows of the whole table */
+};
+
+struct rdps_client; /* opaque */
+
+/* Connects to every server of the ip_config (waiting up to timeout_ms for
+ * servers still starting), checks that their ranges of every table tile
+ * the table, and builds the partition book. Returns 0 or -errno with a
+ * reason in err. */
+int rdps_client_create(const struct rdps_client_params *p,
+		       struct rdps_client **out, char *err, size_t errlen);
+
+/* Closes every connection (pushes not flushed may be lost). Accepts NULL. */
+void rdps_client_destroy(struct rdps_client *c);
+
+/* Table by name; -ENOENT if the servers have no such table. */
+int rdps_client_table(const struct rdps_client *c, const char *name,
+		      struct rdps_table_info *info);
+
+/* Table by index (0 .. rdps_client_num_tables()-1). */
+int rdps_client_table_info(const struct rdps_client *c, uint32_t id,
+			   struct rdps_table_info *info);
+uint32_t rdps_client_num_tables(const struct rdps_client *c);
+uint32_t rdps_client_num_servers(const struct rdps_client *c);
+
+/* Server index holding row id of table (range book lookup, O(log k)). */
+uint32_t rdps_client_locate(const struct rdps_client *c, uint32_t table, uint64_t id);
+
+/* Reads rows ids[0..n) of table into out (n * dim floats, row i at
+ * out + i*dim). Duplicated ids are fine. Requests to different servers
+ * are all posted before any is waited on. -ERANGE if an id >= num_rows. */
+int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		     size_t n, float *out);
+
+/* Sends gradients grads (n * dim floats) of ids to their servers, which
+ * sum gradients of one id and apply the table's optimizer. Returns once
+ * ids and grads may be reused; blocks only while max_inflight_bytes are
+ * unacknowledged by a server. An error of an earlier push may surface here
+ * or at the next flush. */
+int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		     const float *grads, size_t n);
+
+/* Returns once every server applied every earlier push of this client. */
+int rdps_client_flush(struct rdps_client *c);
+
+/* Flushes, then waits until every client of the job reached its barrier
+ * (coordinated by server 0), for up to barrier_timeout_ms. */
+int rdps_client_barrier(struct rdps_client *c);
+
+/* Counters of one server. */
+int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
+			     struct rdps_server_stats *out);
+
+/* Asks every server to exit (after flushing this client's pushes). */
+int rdps_client_shutdown_servers(struct rdps_client *c);
+
+/* Reason of the last failure ("" if none). */
+const char *rdps_client_errmsg(const struct rdps_client *c);
+
+/* Name of the transport in use. */
+const char *rdps_client_transport(const struct rdps_client *c);
+
+/* Rows re-read after a torn one-sided read (validated mode), all servers. */
+uint64_t rdps_client_rereads(const struct rdps_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDPS_CLIENT_H */

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps kvstore: embedding tables split into contiguous row ranges (shards),
+ * the range partition book that maps a global id to its server, the row
+ * layout shared with the RDMA path, and the server-side optimizers.
+ *
+ * Row layout (little-endian, fixed stride per table, 64-byte aligned rows):
+ *
+ *   offset 0             u64 ver_begin   written last by an update
+ *   offset 8             u64 reserved
+ *   offset 16            f32 data[dim]   16-byte aligned for SIMD
+ *   offset ver_end_off   u64 ver_end     written first by an update
+ *   ... padding up to stride (multiple of 64)
+ *
+ * An update stores ver_end = v+1, then the data, then ver_begin = v+1 (with
+ * release ordering). A reader that copies the row in address order (as an
+ * RDMA READ does) and finds ver_begin == ver_end saw no update in between;
+ * any overlap leaves ver_begin < ver_end. This is the seqlock the
+ * "validated" read mode checks; "relaxed" ignores the versions.
+ */
+#ifndef RDPS_KVSTORE_H
+#define RDPS_KVSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RDPS_TABLE_NAME_MAX 32
+#define RDPS_MAX_TABLES 8
+#define RDPS_ROW_DATA_OFFSET 16
+#define RDPS_MAX_DIM 65536
+
+static inline size_t rdps_row_ver_end_offset(uint32_t dim)
+{
+	return (RDPS_ROW_DATA_OFFSET + (size_t)dim * 4 + 7) & ~(size_t)7;
+}
+
+static inline size_t rdps_row_stride(uint32_t dim)
+{
+	return (rdps_row_ver_end_offset(dim) + 8 + 63) & ~(size_t)63;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Range partition book: server s holds global ids [off[s], off[s+1]).     */
+
+struct rdps_book {
+	uint32_t num_parts;   /* k */
+	const uint64_t *off;  /* k+1 non-decreasing offsets, off[0] == 0 */
+};
+
+/* Part holding id (O(log k)); id must be < off[k]. Empty parts are skipped. */
+static inline uint32_t rdps_book_part(const struct rdps_book *b, uint64_t id)
+{
+	uint32_t lo = 0, hi = b->num_parts; /* invariant: off[lo] <= id < off[hi] */
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (b->off[mid] <= id)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Checks offsets: off[0] == 0, non-decreasing. Returns 0 or -EINVAL. */
+int rdps_book_check(const struct rdps_book *b);
+
+/* Even split of n rows over k parts (first n % k parts get one more). off
+ * must hold k+1 entries. */
+void rdps_book_even(uint64_t n, uint32_t k, uint64_t *off);
+
+/* ---------------------------------------------------------------------- */
+/* Optimizers, applied by the server that owns a row.                      */
+
+enum rdps_optimizer {
+	RDPS_OPT_SGD = 0,         /* w -= lr * g */
+	RDPS_OPT_ADAGRAD_ROW = 1, /* DGL-KE: s += mean(g^2); w -= lr*g/(sqrt(s)+eps) */
+	RDPS_OPT_ADAGRAD = 2,     /* element-wise: s_j += g_j^2; w_j -= lr*g_j/(sqrt(s_j)+eps) */
+};
+
+/* Parses "sgd", "adagrad_row" (alias "row_adagrad"), "adagrad". Returns the
+ * enum value or -EINVAL. */
+int rdps_optimizer_parse(const char *name);
+const char *rdps_optimizer_name(int opt);
+
+enum rdps_init {
+	RDPS_INIT_UNIFORM = 0, /* U[-r, r], r = (gamma + 2) / dim, as DGL-KE */
+	RDPS_INIT_ZEROS = 1,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Shard: one table's rows [lo, hi) on one server.                         */
+
+struct rdps_shard_params {
+	const char *name;       /* table name, < RDPS_TABLE_NAME_MAX */
+	uint32_t table_id;      /* index of the table in the job */
+	uint32_t dim;           /* floats per row, 1..RDPS_MAX_DIM */
+	uint64_t num_rows;      /* rows of the whole table (all servers) */
+	uint64_t lo, hi;        /* this shard's global id range */
+	int init;               /* enum rdps_init */
+	float init_range;       /* r for RDPS_INIT_UNIFORM */
+	uint64_t seed;          /* init seed; values depend on (seed, table, id) only */
+	int optimizer;          /* enum rdps_optimizer */
+	float lr;               /* learning rate */
+	float eps;              /* Adagrad epsilon (DGL-KE: 1e-10) */
+};
+
+struct rdps_shard; /* opaque */
+
+/* Allocates one page-aligned region of (hi-lo)*stride bytes and the
+ * optimizer state, initialises rows. The region never moves, so a transport
+ * may register it. Returns 0 or -errno (-EINVAL for bad params). */
+int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out);
+void rdps_shard_destroy(struct rdps_shard *s);
+
+/* The shard's memory region and its shape. */
+struct rdps_shard_info {
+	const char *name;
+	uint32_t table_id, dim;
+	uint64_t num_rows, lo, hi;
+	size_t stride;
+	void *base;       /* row (id) at base + (id - lo) * stride */
+	size_t len;       /* bytes of the region (page multiple) */
+	int optimizer;
+};
+void rdps_shard_info(const struct rdps_shard *s, struct rdps_shard_info *info);
+
+/* Copies rows of global ids[0..n) (each in [lo, hi)) densely into out
+ * (n * dim floats). Returns 0 or -ERANGE naming nothing; callers check ids
+ * first with rdps_shard_check_ids when they come from the wire. */
+void rdps_shard_read(const struct rdps_shard *s, const uint64_t *ids,
+		     uint32_t n, float *out);
+
+/* Returns 0 if every id is in [lo, hi), else -ERANGE and *bad = first bad id. */
+int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,
+			 uint32_t n, uint64_t *bad);
+
+/* Applies gradients grads (n * dim floats) for global ids (in range):
+ * gradients of the same id are summed first, then the optimizer updates
+ * each distinct row once, with the seqlock protocol above. Not thread-safe
+ * against other writers of the same shard (one writer per shard); readers
+ * may run concurrently. Returns 0 or -ENOMEM. */
+int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
+		     const float *grads, uint32_t n);
+
+/* Reads one row with the seqlock check, for readers that share memory with
+ * the writer: returns 0 and the row in out, or -EAGAIN if it was torn. */
+int rdps_row_read_validated(const void *row, uint32_t dim, float *out);
+
+/* Versions of a row (for tests and the verbs client's validation). */
+static inline uint64_t rdps_row_ver_begin(const void *row)
+{
+	return __atomic_load_n((const uint64_t *)row, __ATOMIC_ACQUIRE);
+}
+static inline uint64_t rdps_row_ver_end(const void *row, uint32_t dim)
+{
+	return __atomic_load_n((const uint64_t *)((const char *)row +
+				rdps_row_ver_end_offset(dim)), __ATOMIC_ACQUIRE);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDPS_KVSTORE_H */

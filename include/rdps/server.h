@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps server: one parameter server of a job. It owns one shard per table,
+ * serves pulls (over transports that need its CPU), applies pushes with the
+ * table's optimizer, and coordinates the job's barriers (server 0).
+ */
+#ifndef RDPS_SERVER_H
+#define RDPS_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rdps/ipconfig.h"
+#include "rdps/kvstore.h"
+#include "rdps/transport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdps_server_table_config {
+	char name[RDPS_TABLE_NAME_MAX];
+	uint64_t num_rows;        /* rows of the whole table */
+	uint32_t dim;             /* floats per row */
+	const uint64_t *offsets;  /* num_servers+1 range offsets, NULL: even split */
+	int init;                 /* enum rdps_init */
+	float init_range;         /* r of U[-r, r] */
+	int optimizer;            /* enum rdps_optimizer */
+	float lr;
+};
+
+struct rdps_server_config {
+	const char *transport;              /* backend name ("tcp", "inproc", ...) */
+	const struct rdps_ipconfig *ipc;    /* the job's servers */
+	uint32_t server_id;                 /* this server's global index */
+	uint32_t num_tables;
+	struct rdps_server_table_config tables[RDPS_MAX_TABLES];
+	uint64_t seed;                      /* initialisation seed */
+	float eps;                          /* Adagrad epsilon, 0: 1e-10 */
+};
+
+struct rdps_server; /* opaque */
+
+/* Allocates and initialises the shards and listens on the ip_config's
+ * address for server_id. Returns 0 or -errno with a reason in err. */
+int rdps_server_create(const struct rdps_server_config *cfg,
+		       struct rdps_server **out, char *err, size_t errlen);
+
+/* Serves until rdps_server_stop() or a shutdown request. Returns 0, or
+ * -errno on a fatal transport error. */
+int rdps_server_run(struct rdps_server *s);
+
+/* Serves for up to timeout_ms (for callers with their own loop). */
+int rdps_server_poll(struct rdps_server *s, int timeout_ms);
+
+/* Asks run() to return; async-signal-safe. */
+void rdps_server_stop(struct rdps_server *s);
+
+/* True once stopped or asked to shut down by a client. */
+bool rdps_server_done(const struct rdps_server *s);
+
+void rdps_server_get_stats(const struct rdps_server *s, struct rdps_server_stats *out);
+
+/* One summary line per server ("solved message count"), as on exit. */
+void rdps_server_print_stats(const struct rdps_server_stats *st, uint32_t server_id,
+			     FILE *f);
+
+/* The shard of table t (for checkpoints, tests, standalone readers). */
+struct rdps_shard *rdps_server_shard(struct rdps_server *s, uint32_t t);
+
+/* Sends queued replies (up to 2 s), closes connections, frees. Accepts NULL. */
+void rdps_server_destroy(struct rdps_server *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDPS_SERVER_H */

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps transports: one ops table, several backends (tcp, inproc, later
+ * verbs). Code above transport/ picks a backend by name and never asks which
+ * one it holds.
+ *
+ * Client side: a connection (struct rdps_conn) to one server. connect()
+ * performs the handshake and fills the table descriptors the server exposes
+ * (its row range, stride and, for RDMA backends, address and rkey). Pulls are
+ * split into pull_post()/pull_wait() so a caller can post to every server
+ * before waiting on any. Pushes are asynchronous; flush waits until the
+ * server applied every earlier push of this connection.
+ *
+ * Server side: a transport server (struct rdps_tserver) listens, decodes
+ * requests and hands them to the server core's handler; replies go back in
+ * request order per connection, except deferred ones (barrier), which the
+ * core completes later with reply().
+ *
+ * All functions return 0 (or a count) on success and a negative errno on
+ * failure; on failure a human-readable reason naming the peer is left in
+ * conn->errmsg (client) or logged (server).
+ */
+#ifndef RDPS_TRANSPORT_H
+#define RDPS_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdps/ipconfig.h"
+#include "rdps/kvstore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "rdps's wire format is little-endian and is read in place; big-endian hosts are not supported"
+#endif
+
+/* Request kinds, also the frame types on the wire. */
+enum rdps_req_type {
+	RDPS_REQ_HELLO = 1,    /* handshake: client id, job size */
+	RDPS_REQ_PULL = 2,     /* rows of ids */
+	RDPS_REQ_PUSH = 3,     /* gradients of ids */
+	RDPS_REQ_FLUSH = 4,    /* reply once every earlier push is applied */
+	RDPS_REQ_BARRIER = 5,  /* reply once every client of the job arrived */
+	RDPS_REQ_STATS = 6,    /* server counters */
+	RDPS_REQ_SHUTDOWN = 7, /* server exits after replying */
+	RDPS_REQ_BYE = 8,      /* not on the wire: a client connection closed */
+	RDPS_REQ_MAX = 9,
+};
+
+const char *rdps_req_name(int type);
+
+enum rdps_read_consistency {
+	RDPS_READ_VALIDATED = 0, /* check row versions, re-read torn rows */
+	RDPS_READ_RELAXED = 1,   /* accept rows as read */
+};
+
+/* One table as a server exposes it (also its wire form, 96 bytes). */
+struct rdps_table_desc {
+	char name[RDPS_TABLE_NAME_MAX];
+	uint32_t table_id;    /* index in the job's table list */
+	uint32_t dim;         /* floats per row */
+	uint64_t num_rows;    /* rows of the whole table */
+	uint64_t lo, hi;      /* this server's global id range */
+	uint32_t stride;      /* bytes between rows in the region */
+	uint32_t optimizer;   /* enum rdps_optimizer */
+	uint64_t remote_addr; /* region base for one-sided reads (0 if none) */
+	uint32_t rkey;        /* remote key for one-sided reads (0 if none) */
+	uint32_t reserved[3];
+};
+_Static_assert(sizeof(struct rdps_table_desc) == 96, "wire layout");
+
+/* Server counters, as returned by a stats request (also its wire form). */
+struct rdps_server_stats {
+	uint64_t requests[16];   /* served per enum rdps_req_type */
+	uint64_t errors[16];     /* refused per enum rdps_req_type */
+	uint64_t rows_pulled;    /* rows sent by the server's CPU */
+	uint64_t rows_pushed;    /* gradient rows applied */
+	uint64_t bytes_in;       /* request payload bytes */
+	uint64_t bytes_out;      /* reply payload bytes */
+	uint64_t connections;    /* accepted so far */
+	uint64_t bad_frames;     /* connections closed for malformed input */
+	uint64_t reserved[2];
+};
+_Static_assert(sizeof(struct rdps_server_stats) == 320, "wire layout");
+
+/* ---------------------------------------------------------------------- */
+/* Client side                                                            */
+
+struct rdps_conn_params {
+	const char *host;          /* server address as in ip_config */
+	uint16_t port;
+	uint32_t server_id;        /* global index expected at this address */
+	uint32_t client_id;        /* 0..num_clients-1 */
+	uint32_t num_clients;      /* clients in the job (barrier size) */
+	int timeout_ms;            /* bound on every wait, and on connecting */
+	size_t max_inflight_bytes; /* unacknowledged push bytes before push blocks */
+	int read_consistency;      /* enum rdps_read_consistency */
+	bool observer;             /* admin connection: not a client of the job */
+};
+
+struct rdps_conn {
+	const struct rdps_transport_ops *ops;
+	uint32_t server_id, num_servers;
+	uint32_t num_tables;
+	struct rdps_table_desc tables[RDPS_MAX_TABLES];
+	char peer[RDPS_HOST_MAX + 16]; /* "server N (host:port)" */
+	char errmsg[512];              /* reason of the last failure */
+	uint64_t rereads;              /* torn rows read again (validated mode) */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Server side                                                            */
+
+/* A table's shard as exposed by a server. */
+struct rdps_region {
+	struct rdps_table_desc desc; /* remote_addr/rkey filled by the backend */
+	void *base;                  /* rows, desc.stride apart */
+	size_t len;                  /* bytes, page multiple */
+};
+
+/* A decoded request, handed to the server core's handler. */
+struct rdps_request {
+	uint32_t type;         /* enum rdps_req_type */
+	uint32_t client_id;    /* from the connection's hello */
+	uint32_t num_clients;  /* from the connection's hello */
+	bool observer;         /* admin connection (stats, shutdown only) */
+	const char *peer;      /* "host:port" of the client, for logs */
+	uint64_t token;        /* identifies the request for a deferred reply */
+	/* pull and push */
+	uint32_t table;        /* index into the listen regions (checked) */
+	uint32_t n;            /* ids */
+	const uint64_t *ids;   /* global ids (not yet range-checked) */
+	const float *grads;    /* push: n * dim floats */
+	float *rows_out;       /* pull: n * dim floats to fill */
+	/* control replies (stats) */
+	void *reply;           /* buffer of reply_cap bytes */
+	size_t reply_cap;
+	size_t reply_len;      /* set by the handler */
+	/* errors: the handler writes a reason here when it returns < 0 */
+	char *errmsg;
+	size_t errlen;
+};
+
+/* Handler return values besides 0 (reply now) and -errno (reply an error). */
+#define RDPS_REPLY_DEFERRED 1 /* the core calls ops->reply(token) later */
+
+typedef int (*rdps_request_handler)(void *ctx, struct rdps_request *req);
+
+struct rdps_listen_params {
+	const char *host;                 /* bind address (from ip_config) */
+	uint16_t port;
+	uint32_t server_id, num_servers;
+	const struct rdps_region *regions; /* copied by listen() */
+	uint32_t num_regions;
+	rdps_request_handler handle;
+	void *ctx;
+};
+
+struct rdps_tserver {
+	const struct rdps_transport_ops *ops;
+	struct rdps_server_stats *stats; /* the core's counters, or NULL */
+};
+
+/* ---------------------------------------------------------------------- */
+
+struct rdps_transport_ops {
+	const char *name;
+
+	/* Connects to one server and performs the handshake, retrying refused
+	 * connections until p->timeout_ms has passed. On failure returns
+	 * -errno and writes a reason into err. */
+	int (*connect)(const struct rdps_conn_params *p, struct rdps_conn **out,
+		       char *err, size_t errlen);
+	/* Closes after sending what is queued. Accepts NULL. */
+	void (*close)(struct rdps_conn *c);
+
+	/* Starts reading rows of ids (all within this server's range of the
+	 * table) into out (n * dim floats). ids and out must stay valid until
+	 * pull_wait() returns. Several pulls may be posted before one wait. */
+	int (*pull_post)(struct rdps_conn *c, uint32_t table,
+			 const uint64_t *ids, uint32_t n, float *out);
+	/* Completes every posted pull. */
+	int (*pull_wait)(struct rdps_conn *c);
+
+	/* Sends gradients (n * dim floats) of ids; returns once ids and grads
+	 * may be reused. Blocks only while max_inflight_bytes are
+	 * unacknowledged. An error of an earlier push is returned here or by
+	 * the next flush. */
+	int (*push)(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+		    const float *grads, uint32_t n);
+
+	/* Synchronous control request (FLUSH, BARRIER, STATS, SHUTDOWN);
+	 * reply (reply_len bytes) receives the payload of STATS. timeout_ms
+	 * overrides the connection's for this wait (0: the connection's). */
+	int (*call)(struct rdps_conn *c, uint32_t type, void *reply,
+		    size_t reply_len, int timeout_ms);
+
+	/* Server: binds host:port and exposes regions. On failure returns
+	 * -errno and writes a reason (e.g. the busy port) into err. */
+	int (*listen)(const struct rdps_listen_params *p,
+		      struct rdps_tserver **out, char *err, size_t errlen);
+	/* Serves requests for up to timeout_ms. Returns the number of events
+	 * handled, or -errno on a fatal server error. */
+	int (*progress)(struct rdps_tserver *s, int timeout_ms);
+	/* Completes a deferred request. status 0 or -errno. */
+	int (*reply)(struct rdps_tserver *s, uint64_t token, int status,
+		     const void *payload, size_t len);
+	/* Sends queued replies (bounded by timeout_ms), closes every
+	 * connection and the listener. Accepts NULL. */
+	void (*destroy)(struct rdps_tserver *s, int timeout_ms);
+};
+
+/* Backend by name ("tcp", "inproc", "verbs"); NULL if unknown. */
+const struct rdps_transport_ops *rdps_transport_find(const char *name);
+
+/* Resolves "auto" (or a backend name) for connecting to host: "auto"
+ * picks verbs when an RDMA device serves the route to host, else tcp, and
+ * writes one line saying why into why (may be NULL). Returns the backend or
+ * NULL with a reason in why for unknown names. */
+const struct rdps_transport_ops *rdps_transport_select(const char *name,
+						       const char *host,
+						       char *why, size_t whylen);
+
+/* Comma-separated list of known backend names, for --help. */
+const char *rdps_transport_names(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDPS_TRANSPORT_H */

@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: MIT
+/* The client: routes ids to servers with the range book, groups them per
+ * server, and overlaps the per-server requests. Scratch buffers grow to the
+ * largest batch seen and are then reused, so steady state allocates
+ * nothing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdps/client.h"
+#include "rdps/common.h"
+
+/* Rows per request: keeps frames well under every backend's limit. */
+#define CLIENT_MAX_REQ_BYTES (16u << 20)
+#define CLIENT_MAX_REQ_ROWS 65536u
+/* Requests posted per server before waiting (below every backend's cap). */
+#define CLIENT_POST_DEPTH 32u
+
+struct rdps_client {
+	const struct rdps_transport_ops *ops;
+	uint32_t num_servers, num_tables;
+	struct rdps_conn **conns;
+	struct rdps_table_desc tables[RDPS_MAX_TABLES]; /* lo/hi unused */
+	uint64_t *offsets[RDPS_MAX_TABLES];             /* num_servers + 1 each */
+	struct rdps_book books[RDPS_MAX_TABLES];
+	int barrier_timeout_ms;
+	bool observer;
+	char errmsg[640];
+	struct rdps_ipconfig owned_ipc;
+	/* Scratch, grown as needed. */
+	uint32_t *srv_of; size_t srv_of_cap;  /* server of each id */
+	size_t *start;                        /* num_servers + 1 segment starts */
+	size_t *cursor;                       /* num_servers: next row to send */
+	uint64_t *ids_sorted; size_t ids_cap;
+	uint32_t *perm; size_t perm_cap;      /* sorted position -> input position */
+	float *rows; size_t rows_cap;         /* grouped rows or gradients */
+};
+
+static int fail(struct rdps_client *c, int ret, const char *fmt, const char *detail)
+{
+	snprintf(c->errmsg, sizeof(c->errmsg), fmt, detail);
+	return ret;
+}
+
+static int conn_fail(struct rdps_client *c, int ret, uint32_t s)
+{
+	snprintf(c->errmsg, sizeof(c->errmsg), "%s",
+		 c->conns[s]->errmsg[0] ? c->conns[s]->errmsg : rdps_strerror(ret));
+	return ret;
+}
+
+static int check_tables(struct rdps_client *c, char *err, size_t errlen)
+{
+	const struct rdps_conn *c0 = c->conns[0];
+
+	c->num_tables = c0->num_tables;
+	memcpy(c->tables, c0->tables, sizeof(c->tables));
+	for (uint32_t t = 0; t < c->num_tables; t++) {
+		uint64_t *off = calloc(c->num_servers + 1, sizeof(uint64_t));
+
+		if (!off)
+			return -ENOMEM;
+		c->offsets[t] = off;
+		for (uint32_t s = 0; s < c->num_servers; s++) {
+			const struct rdps_conn *cs = c->conns[s];
+			const struct rdps_table_desc *d = &cs->tables[t];
+
+			if (cs->num_tables != c->num_tables || strcmp(d->name, c->tables[t].name) ||
+			    d->dim != c->tables[t].dim || d->num_rows != c->tables[t].num_rows) {
+				snprintf(err, errlen,
+					 "%s serves different tables than server 0 (table %u: '%s' %llu x %u vs '%s' %llu x %u)",
+					 cs->peer, t, d->name, (unsigned long long)d->num_rows,
+					 d->dim, c->tables[t].name,
+					 (unsigned long long)c->tables[t].num_rows, c->tables[t].dim);
+				return -EPROTO;
+			}
+			if (d->lo != off[s]) {
+				snprintf(err, errlen,
+					 "%s holds rows [%llu, %llu) of table '%s', expected them to start at %llu",
+					 cs->peer, (unsigned long long)d->lo,
+					 (unsigned long long)d->hi, d->name,
+					 (unsigned long long)off[s]);
+				return -EPROTO;
+			}
+			off[s + 1] = d->hi;
+		}
+		if (off[c->num_servers] != c->tables[t].num_rows) {
+			snprintf(err, errlen, "servers hold rows [0, %llu) of table '%s' of %llu rows",
+				 (unsigned long long)off[c->num_servers], c->tables[t].name,
+				 (unsigned long long)c->tables[t].num_rows);
+			return -EPROTO;
+		}
+		c->books[t].num_parts = c->num_servers;
+		c->books[t].off = off;
+	}
+	return 0;
+}
+
+int rdps_client_create(const struct rdps_client_params *p,
+		       struct rdps_client **out, char *err, size_t errlen)
+{
+	const struct rdps_ipconfig *ipc = p->servers;
+	struct rdps_client *c;
+	char why[256];
+	int ret;
+
+	*out = NULL;
+	if (!p->num_clients || p->client_id >= p->num_clients) {
+		snprintf(err, errlen, "client id %u must be below the number of clients %u",
+			 p->client_id, p->num_clients);
+		return -EINVAL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	if (!ipc) {
+		if (!p->ip_config) {
+			snprintf(err, errlen, "no ip_config given");
+			ret = -EINVAL;
+			goto err_free;
+		}
+		ret = rdps_ipconfig_load(p->ip_config, &c->owned_ipc, err, errlen);
+		if (ret)
+			goto err_free;
+		ipc = &c->owned_ipc;
+	}
+	c->ops = rdps_transport_select(p->transport, ipc->servers[0].host, why, sizeof(why));
+	if (!c->ops) {
+		snprintf(err, errlen, "%s", why);
+		ret = -EINVAL;
+		goto err_free_ipc;
+	}
+	if (!p->quiet)
+		rdps_info("client %u: %s", p->client_id, why);
+	c->num_servers = ipc->num_servers;
+	c->observer = p->observer;
+	c->barrier_timeout_ms = p->barrier_timeout_ms > 0 ? p->barrier_timeout_ms : 600000;
+	c->conns = calloc(c->num_servers, sizeof(*c->conns));
+	c->start = calloc(c->num_servers + 1, sizeof(*c->start));
+	c->cursor = calloc(c->num_servers, sizeof(*c->cursor));
+	if (!c->conns || !c->start || !c->cursor) {
+		ret = -ENOMEM;
+		goto err_destroy;
+	}
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		struct rdps_conn_params cp = {
+			.host = ipc->servers[s].host, .port = ipc->servers[s].port,
+			.server_id = s, .client_id = p->client_id,
+			.num_clients = p->num_clients,
+			.timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 60000,
+			.max_inflight_bytes = p->max_inflight_bytes,
+			.read_consistency = p->read_consistency,
+			.observer = p->observer,
+		};
+
+		ret = c->ops->connect(&cp, &c->conns[s], err, errlen);
+		if (ret)
+			goto err_destroy;
+	}
+	ret = check_tables(c, err, errlen);
+	if (ret)
+		goto err_destroy;
+	*out = c;
+	return 0;
+
+err_destroy:
+	rdps_client_destroy(c);
+	return ret;
+err_free_ipc:
+	rdps_ipconfig_free(&c->owned_ipc);
+err_free:
+	free(c);
+	return ret;
+}
+
+void rdps_client_destroy(struct rdps_client *c)
+{
+	if (!c)
+		return;
+	for (uint32_t s = 0; c->conns && s < c->num_servers; s++)
+		if (c->conns[s])
+			c->ops->close(c->conns[s]);
+	for (uint32_t t = 0; t < RDPS_MAX_TABLES; t++)
+		free(c->offsets[t]);
+	free(c->conns);
+	free(c->start);
+	free(c->cursor);
+	free(c->srv_of);
+	free(c->ids_sorted);
+	free(c->perm);
+	free(c->rows);
+	rdps_ipconfig_free(&c->owned_ipc);
+	free(c);
+}
+
+uint32_t rdps_client_num_tables(const struct rdps_client *c)
+{
+	return c->num_tables;
+}
+
+uint32_t rdps_client_num_servers(const struct rdps_client *c)
+{
+	return c->num_servers;
+}
+
+int rdps_client_table_info(const struct rdps_client *c, uint32_t id,
+			   struct rdps_table_info *info)
+{
+	if (id >= c->num_tables)
+		return -ENOENT;
+	info->name = c->tables[id].name;
+	info->id = id;
+	info->dim = c->tables[id].dim;
+	info->num_rows = c->tables[id].num_rows;
+	return 0;
+}
+
+int rdps_client_table(const struct rdps_client *c, const char *name,
+		      struct rdps_table_info *info)
+{
+	for (uint32_t t = 0; t < c->num_tables; t++)
+		if (!strcmp(c->tables[t].name, name))
+			return rdps_client_table_info(c, t, info);
+	return -ENOENT;
+}
+
+uint32_t rdps_client_locate(const struct rdps_client *c, uint32_t table, uint64_t id)
+{
+	return rdps_book_part(&c->books[table], id);
+}
+
+/*
+ * Finds each id's server and the per-server segments. If ids already come
+ * grouped by server in server order (the common case for sorted batches),
+ * the segments are ranges of the caller's arrays and *grouped stays 0;
+ * otherwise ids are counting-sorted into c->ids_sorted with c->perm.
+ */
+static int route(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		 size_t n, int *grouped)
+{
+	const struct rdps_book *b = &c->books[table];
+	const uint64_t rows = c->tables[table].num_rows;
+	uint32_t prev = 0;
+	size_t bytes;
+	int ret, in_order = 1;
+
+	if (table >= c->num_tables) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "unknown table %u (servers have %u)",
+			 table, c->num_tables);
+		return -ENOENT;
+	}
+	bytes = c->srv_of_cap * sizeof(uint32_t);
+	ret = rdps_reserve((void **)&c->srv_of, &bytes, n * sizeof(uint32_t));
+	if (ret)
+		return ret;
+	c->srv_of_cap = bytes / sizeof(uint32_t);
+	memset(c->start, 0, (c->num_servers + 1) * sizeof(size_t));
+	for (size_t i = 0; i < n; i++) {
+		uint32_t s;
+
+		if (rdps_unlikely(ids[i] >= rows)) {
+			snprintf(c->errmsg, sizeof(c->errmsg),
+				 "id %llu is out of range for table '%s' of %llu rows",
+				 (unsigned long long)ids[i], c->tables[table].name,
+				 (unsigned long long)rows);
+			return -ERANGE;
+		}
+		s = c->num_servers == 1 ? 0 : rdps_book_part(b, ids[i]);
+		c->srv_of[i] = s;
+		c->start[s + 1]++;
+		in_order &= s >= prev;
+		prev = s;
+	}
+	for (uint32_t s = 0; s < c->num_servers; s++)
+		c->start[s + 1] += c->start[s];
+	*grouped = !in_order;
+	if (in_order)
+		return 0;
+	bytes = c->ids_cap * sizeof(uint64_t);
+	if ((ret = rdps_reserve((void **)&c->ids_sorted, &bytes, n * sizeof(uint64_t))))
+		return ret;
+	c->ids_cap = bytes / sizeof(uint64_t);
+	bytes = c->perm_cap * sizeof(uint32_t);
+	if ((ret = rdps_reserve((void **)&c->perm, &bytes, n * sizeof(uint32_t))))
+		return ret;
+	c->perm_cap = bytes / sizeof(uint32_t);
+	memcpy(c->cursor, c->start, c->num_servers * sizeof(size_t));
+	for (size_t i = 0; i < n; i++) {
+		size_t pos = c->cursor[c->srv_of[i]]++;
+
+		c->ids_sorted[pos] = ids[i];
+		c->perm[pos] = (uint32_t)i;
+	}
+	return 0;
+}
+
+static int reserve_rows(struct rdps_client *c, size_t n, uint32_t dim)
+{
+	size_t bytes = c->rows_cap * sizeof(float);
+	int ret = rdps_reserve((void **)&c->rows, &bytes, n * dim * sizeof(float));
+
+	c->rows_cap = bytes / sizeof(float);
+	return ret;
+}
+
+static size_t chunk_rows(uint32_t dim)
+{
+	size_t r = CLIENT_MAX_REQ_BYTES / ((size_t)dim * 4 + 8);
+
+	return r < CLIENT_MAX_REQ_ROWS ? r : CLIENT_MAX_REQ_ROWS;
+}
+
+int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		     size_t n, float *out)
+{
+	const uint64_t *src;
+	float *dst;
+	uint32_t dim;
+	size_t chunk;
+	int grouped, ret, first = 0;
+	bool more = true;
+
+	if (!n)
+		return 0;
+	if (n > UINT32_MAX)
+		return -EINVAL;
+	ret = route(c, table, ids, n, &grouped);
+	if (ret)
+		return ret;
+	dim = c->tables[table].dim;
+	chunk = chunk_rows(dim);
+	src = ids;
+	dst = out;
+	if (grouped) {
+		if ((ret = reserve_rows(c, n, dim)))
+			return ret;
+		src = c->ids_sorted;
+		dst = c->rows;
+	}
+	memcpy(c->cursor, c->start, c->num_servers * sizeof(size_t));
+	/* Rounds of up to CLIENT_POST_DEPTH requests per server, all posted
+	 * before any is waited on. */
+	while (more && !first) {
+		more = false;
+		for (uint32_t s = 0; s < c->num_servers; s++) {
+			for (uint32_t k = 0; k < CLIENT_POST_DEPTH && c->cursor[s] < c->start[s + 1]; k++) {
+				size_t pos = c->cursor[s], m = c->start[s + 1] - pos;
+
+				if (m > chunk)
+					m = chunk;
+				ret = c->ops->pull_post(c->conns[s], table, src + pos, (uint32_t)m,
+							dst + pos * dim);
+				if (ret) {
+					if (!first)
+						first = conn_fail(c, ret, s);
+					break;
+				}
+				c->cursor[s] += m;
+			}
+		}
+		for (uint32_t s = 0; s < c->num_servers; s++) {
+			if (c->start[s + 1] == c->start[s])
+				continue;
+			ret = c->ops->pull_wait(c->conns[s]);
+			if (ret && !first)
+				first = conn_fail(c, ret, s);
+			if (c->cursor[s] < c->start[s + 1])
+				more = true;
+		}
+	}
+	if (first)
+		return first;
+	if (grouped)
+		for (size_t i = 0; i < n; i++)
+			memcpy(out + (size_t)c->perm[i] * dim, c->rows + i * dim,
+			       dim * sizeof(float));
+	return 0;
+}
+
+int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		     const float *grads, size_t n)
+{
+	const uint64_t *src = ids;
+	const float *g = grads;
+	uint32_t dim;
+	size_t chunk;
+	int grouped, ret;
+
+	if (!n)
+		return 0;
+	if (n > UINT32_MAX)
+		return -EINVAL;
+	ret = route(c, table, ids, n, &grouped);
+	if (ret)
+		return ret;
+	dim = c->tables[table].dim;
+	chunk = chunk_rows(dim);
+	if (grouped) {
+		if ((ret = reserve_rows(c, n, dim)))
+			return ret;
+		for (size_t i = 0; i < n; i++)
+			memcpy(c->rows + i * dim, grads + (size_t)c->perm[i] * dim,
+			       dim * sizeof(float));
+		src = c->ids_sorted;
+		g = c->rows;
+	}
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		for (size_t pos = c->start[s]; pos < c->start[s + 1];) {
+			size_t m = c->start[s + 1] - pos;
+
+			if (m > chunk)
+				m = chunk;
+			ret = c->ops->push(c->conns[s], table, src + pos, g + pos * dim,
+					   (uint32_t)m);
+			if (ret)
+				return conn_fail(c, ret, s);
+			pos += m;
+		}
+	}
+	return 0;
+}
+
+int rdps_client_flush(struct rdps_client *c)
+{
+	int first = 0;
+
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		int ret = c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, 0);
+
+		if (ret && !first)
+			first = conn_fail(c, ret, s);
+	}
+	return first;
+}
+
+int rdps_client_barrier(struct rdps_client *c)
+{
+	int ret = rdps_client_flush(c);
+
+	if (ret)
+		return ret;
+	ret = c->ops->call(c->conns[0], RDPS_REQ_BARRIER, NULL, 0, c->barrier_timeout_ms);
+	if (ret)
+		return conn_fail(c, ret, 0);
+	return 0;
+}
+
+int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
+			     struct rdps_server_stats *out)
+{
+	int ret;
+
+	if (server >= c->num_servers)
+		return fail(c, -EINVAL, "no such server%s", "");
+	ret = c->ops->call(c->conns[server], RDPS_REQ_STATS, out, sizeof(*out), 0);
+	return ret ? conn_fail(c, ret, server) : 0;
+}
+
+int rdps_client_shutdown_servers(struct rdps_client *c)
+{
+	/* An observer has pushed nothing (and may not flush). */
+	int first = c->observer ? 0 : rdps_client_flush(c);
+
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		int ret = c->ops->call(c->conns[s], RDPS_REQ_SHUTDOWN, NULL, 0, 0);
+
+		if (ret && !first)
+			first = conn_fail(c, ret, s);
+	}
+	return first;
+}
+
+const char *rdps_client_errmsg(const struct rdps_client *c)
+{
+	return c->errmsg;
+}
+
+const char *rdps_client_transport(const struct rdps_client *c)
+{
+	return c->ops->name;
+}
+
+uint64_t rdps_client_rereads(const struct rdps_client *c)
+{
+	uint64_t n = 0;
+
+	for (uint32_t s = 0; s < c->num_servers; s++)
+		n += c->conns[s]->rereads;
+	return n;
+}

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+/* The server core: request semantics on top of any transport. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdps/common.h"
+#include "rdps/server.h"
+
+struct rdps_server {
+	const struct rdps_transport_ops *ops;
+	struct rdps_tserver *ts;
+	uint32_t server_id, num_servers, num_tables;
+	struct rdps_shard *shards[RDPS_MAX_TABLES];
+	struct rdps_server_stats stats;
+	volatile sig_atomic_t stop;
+	/* The job: clients that said hello, and the barrier in progress. */
+	uint32_t num_clients;     /* 0 until the first hello of a job */
+	uint32_t connected;       /* clients with an open connection */
+	uint32_t departed;        /* clients that left this job */
+	uint8_t *client_state;    /* per client id: CLIENT_* */
+	uint64_t *barrier_tokens; /* per client id, valid if arrived */
+	uint32_t barrier_arrived;
+};
+
+enum { CLIENT_NONE = 0, CLIENT_CONNECTED = 1, CLIENT_IN_BARRIER = 2, CLIENT_LEFT = 4 };
+
+static void job_reset(struct rdps_server *s)
+{
+	free(s->client_state);
+	free(s->barrier_tokens);
+	s->client_state = NULL;
+	s->barrier_tokens = NULL;
+	s->num_clients = s->connected = s->departed = s->barrier_arrived = 0;
+}
+
+static void barrier_fail_all(struct rdps_server *s, int status, const char *why)
+{
+	for (uint32_t i = 0; i < s->num_clients; i++) {
+		if (!(s->client_state[i] & CLIENT_IN_BARRIER))
+			continue;
+		s->client_state[i] &= (uint8_t)~CLIENT_IN_BARRIER;
+		s->ops->reply(s->ts, s->barrier_tokens[i], status, why, strlen(why));
+	}
+	s->barrier_arrived = 0;
+}
+
+static int handle_hello(struct rdps_server *s, struct rdps_request *req)
+{
+	if (!req->num_clients || req->client_id >= req->num_clients) {
+		snprintf(req->errmsg, req->errlen, "client id %u is not below the job's %u clients",
+			 req->client_id, req->num_clients);
+		return -EINVAL;
+	}
+	if (!s->num_clients) {
+		s->client_state = calloc(req->num_clients, 1);
+		s->barrier_tokens = calloc(req->num_clients, sizeof(uint64_t));
+		if (!s->client_state || !s->barrier_tokens) {
+			job_reset(s);
+			return -ENOMEM;
+		}
+		s->num_clients = req->num_clients;
+		rdps_info("server %u: job of %u clients started", s->server_id, s->num_clients);
+	} else if (req->num_clients != s->num_clients) {
+		snprintf(req->errmsg, req->errlen,
+			 "client %u says the job has %u clients, but connected clients said %u",
+			 req->client_id, req->num_clients, s->num_clients);
+		return -EINVAL;
+	}
+	if (s->client_state[req->client_id] & CLIENT_CONNECTED) {
+		snprintf(req->errmsg, req->errlen, "client id %u is already connected",
+			 req->client_id);
+		return -EADDRINUSE;
+	}
+	if (s->client_state[req->client_id] & CLIENT_LEFT)
+		s->departed--; /* it came back */
+	s->client_state[req->client_id] = CLIENT_CONNECTED;
+	s->connected++;
+	return 0;
+}
+
+static void handle_bye(struct rdps_server *s, struct rdps_request *req)
+{
+	char why[160];
+
+	if (!s->num_clients || req->client_id >= s->num_clients ||
+	    !(s->client_state[req->client_id] & CLIENT_CONNECTED))
+		return;
+	if (s->client_state[req->client_id] & CLIENT_IN_BARRIER)
+		s->barrier_arrived--;
+	s->client_state[req->client_id] = CLIENT_LEFT;
+	s->connected--;
+	s->departed++;
+	if (!s->connected) {
+		rdps_info("server %u: every client of the job disconnected", s->server_id);
+		job_reset(s);
+		return;
+	}
+	/* Waiting for a client that is gone would only end in a timeout. */
+	if (s->barrier_arrived) {
+		snprintf(why, sizeof(why), "client %u left the job before reaching the barrier",
+			 req->client_id);
+		barrier_fail_all(s, -ECONNABORTED, why);
+	}
+}
+
+static int handle_barrier(struct rdps_server *s, struct rdps_request *req)
+{
+	uint8_t *st = &s->client_state[req->client_id];
+
+	if (*st & CLIENT_IN_BARRIER) {
+		snprintf(req->errmsg, req->errlen, "client %u entered the barrier twice",
+			 req->client_id);
+		return -EINVAL;
+	}
+	if (s->departed) {
+		snprintf(req->errmsg, req->errlen,
+			 "%u client(s) left the job; the barrier cannot complete", s->departed);
+		return -ECONNABORTED;
+	}
+	*st |= CLIENT_IN_BARRIER;
+	s->barrier_tokens[req->client_id] = req->token;
+	if (++s->barrier_arrived < s->num_clients)
+		return RDPS_REPLY_DEFERRED;
+	for (uint32_t i = 0; i < s->num_clients; i++) {
+		s->client_state[i] &= (uint8_t)~CLIENT_IN_BARRIER;
+		s->ops->reply(s->ts, s->barrier_tokens[i], 0, NULL, 0);
+	}
+	s->barrier_arrived = 0;
+	return RDPS_REPLY_DEFERRED;
+}
+
+static int check_rows(struct rdps_server *s, struct rdps_request *req)
+{
+	uint64_t bad;
+	struct rdps_shard_info info;
+
+	if (req->table >= s->num_tables) {
+		snprintf(req->errmsg, req->errlen, "unknown table %u (server has %u)",
+			 req->table, s->num_tables);
+		return -ENOENT;
+	}
+	if (rdps_shard_check_ids(s->shards[req->table], req->ids, req->n, &bad)) {
+		rdps_shard_info(s->shards[req->table], &info);
+		snprintf(req->errmsg, req->errlen,
+			 "id %llu of table '%s' is outside this server's rows [%llu, %llu)",
+			 (unsigned long long)bad, info.name, (unsigned long long)info.lo,
+			 (unsigned long long)info.hi);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+static int handle(void *ctx, struct rdps_request *req)
+{
+	struct rdps_server *s = ctx;
+	struct rdps_shard_info info;
+	int ret = 0;
+
+	if (req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
+	    req->type != RDPS_REQ_STATS && req->type != RDPS_REQ_SHUTDOWN) {
+		snprintf(req->errmsg, req->errlen,
+			 "an observer connection may only ask for stats or shutdown");
+		return -EPERM;
+	}
+	if (!req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
+	    (!s->num_clients || req->client_id >= s->num_clients)) {
+		snprintf(req->errmsg, req->errlen, "request from a client outside the job");
+		return -EPROTO;
+	}
+	switch (req->type) {
+	case RDPS_REQ_HELLO:
+		ret = req->observer ? 0 : handle_hello(s, req);
+		break;
+	case RDPS_REQ_BYE:
+		if (!req->observer)
+			handle_bye(s, req);
+		return 0;
+	case RDPS_REQ_PULL:
+		ret = check_rows(s, req);
+		if (ret)
+			break;
+		rdps_shard_read(s->shards[req->table], req->ids, req->n, req->rows_out);
+		rdps_shard_info(s->shards[req->table], &info);
+		s->stats.rows_pulled += req->n;
+		s->stats.bytes_in += 8 + (uint64_t)req->n * 8;
+		s->stats.bytes_out += (uint64_t)req->n * info.dim * 4;
+		break;
+	case RDPS_REQ_PUSH:
+		ret = check_rows(s, req);
+		if (ret)
+			break;
+		ret = rdps_shard_apply(s->shards[req->table], req->ids, req->grads, req->n);
+		if (ret)
+			break;
+		rdps_shard_info(s->shards[req->table], &info);
+		s->stats.rows_pushed += req->n;
+		s->stats.bytes_in += 8 + (uint64_t)req->n * (8 + info.dim * 4);
+		break;
+	case RDPS_REQ_FLUSH:
+		/* Requests of a connection are handled in order: every earlier
+		 * push is applied by now. */
+		break;
+	case RDPS_REQ_BARRIER:
+		ret = handle_barrier(s, req);
+		break;
+	case RDPS_REQ_STATS:
+		if (req->reply_cap < sizeof(s->stats))
+			return -EINVAL;
+		s->stats.requests[RDPS_REQ_STATS]++;
+		memcpy(req->reply, &s->stats, sizeof(s->stats));
+		req->reply_len = sizeof(s->stats);
+		return 0;
+	case RDPS_REQ_SHUTDOWN:
+		rdps_info("server %u: shutdown requested by client %u (%s)", s->server_id,
+			  req->client_id, req->peer);
+		s->stop = 1;
+		break;
+	default:
+		snprintf(req->errmsg, req->errlen, "unknown request type %u", req->type);
+		return -EOPNOTSUPP;
+	}
+	if (ret >= 0 && req->type < 16)
+		s->stats.requests[req->type]++;
+	return ret;
+}
+
+int rdps_server_create(const struct rdps_server_config *cfg,
+		       struct rdps_server **out, char *err, size_t errlen)
+{
+	struct rdps_region regions[RDPS_MAX_TABLES];
+	const struct rdps_endpoint *ep;
+	struct rdps_listen_params lp;
+	struct rdps_server *s;
+	uint64_t even[RDPS_MAX_SERVERS + 1];
+	int ret;
+
+	*out = NULL;
+	if (!cfg->ipc || cfg->server_id >= cfg->ipc->num_servers) {
+		snprintf(err, errlen, "server id %u is not in the ip_config (%u servers)",
+			 cfg->server_id, cfg->ipc ? cfg->ipc->num_servers : 0);
+		return -EINVAL;
+	}
+	if (!cfg->num_tables || cfg->num_tables > RDPS_MAX_TABLES) {
+		snprintf(err, errlen, "need 1..%d tables, got %u", RDPS_MAX_TABLES,
+			 cfg->num_tables);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->ops = rdps_transport_find(cfg->transport);
+	if (!s->ops) {
+		snprintf(err, errlen, "unknown transport '%s' (known: %s)", cfg->transport,
+			 rdps_transport_names());
+		ret = -EINVAL;
+		goto err_free;
+	}
+	s->server_id = cfg->server_id;
+	s->num_servers = cfg->ipc->num_servers;
+	s->num_tables = cfg->num_tables;
+	for (uint32_t t = 0; t < cfg->num_tables; t++) {
+		const struct rdps_server_table_config *tc = &cfg->tables[t];
+		const uint64_t *off = tc->offsets;
+		struct rdps_shard_params sp = {
+			.name = tc->name, .table_id = t, .dim = tc->dim,
+			.num_rows = tc->num_rows, .init = tc->init,
+			.init_range = tc->init_range, .seed = cfg->seed,
+			.optimizer = tc->optimizer, .lr = tc->lr, .eps = cfg->eps,
+		};
+		struct rdps_shard_info info;
+
+		if (!off) {
+			rdps_book_even(tc->num_rows, s->num_servers, even);
+			off = even;
+		} else {
+			struct rdps_book b = { s->num_servers, off };
+
+			if (rdps_book_check(&b) || off[s->num_servers] != tc->num_rows) {
+				snprintf(err, errlen,
+					 "table '%s': range offsets are not a partition of its %llu rows",
+					 tc->name, (unsigned long long)tc->num_rows);
+				ret = -EINVAL;
+				goto err_destroy_shards;
+			}
+		}
+		sp.lo = off[s->server_id];
+		sp.hi = off[s->server_id + 1];
+		ret = rdps_shard_create(&sp, &s->shards[t]);
+		if (ret) {
+			snprintf(err, errlen, "table '%s' (%llu rows x %u): %s", tc->name,
+				 (unsigned long long)tc->num_rows, tc->dim,
+				 ret == -EINVAL ? "invalid shape or optimizer" : rdps_strerror(ret));
+			goto err_destroy_shards;
+		}
+		rdps_shard_info(s->shards[t], &info);
+		memset(&regions[t], 0, sizeof(regions[t]));
+		snprintf(regions[t].desc.name, sizeof(regions[t].desc.name), "%s", tc->name);
+		regions[t].desc.table_id = t;
+		regions[t].desc.dim = tc->dim;
+		regions[t].desc.num_rows = tc->num_rows;
+		regions[t].desc.lo = info.lo;
+		regions[t].desc.hi = info.hi;
+		regions[t].desc.stride = (uint32_t)info.stride;
+		regions[t].desc.optimizer = (uint32_t)tc->optimizer;
+		regions[t].base = info.base;
+		regions[t].len = info.len;
+	}
+	ep = &cfg->ipc->servers[cfg->server_id];
+	lp = (struct rdps_listen_params){
+		.host = ep->host, .port = ep->port, .server_id = s->server_id,
+		.num_servers = s->num_servers, .regions = regions,
+		.num_regions = s->num_tables, .handle = handle, .ctx = s,
+	};
+	ret = s->ops->listen(&lp, &s->ts, err, errlen);
+	if (ret)
+		goto err_destroy_shards;
+	s->ts->stats = &s->stats;
+	*out = s;
+	return 0;
+
+err_destroy_shards:
+	for (uint32_t t = 0; t < cfg->num_tables; t++)
+		rdps_shard_destroy(s->shards[t]);
+err_free:
+	free(s);
+	return ret;
+}
+
+int rdps_server_poll(struct rdps_server *s, int timeout_ms)
+{
+	return s->ops->progress(s->ts, timeout_ms);
+}
+
+int rdps_server_run(struct rdps_server *s)
+{
+	while (!s->stop) {
+		/* A short timeout bounds how long a stop request waits. */
+		int ret = s->ops->progress(s->ts, 100);
+
+		if (ret < 0) {
+			rdps_err("server %u: transport failed: %s", s->server_id,
+				 rdps_strerror(ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void rdps_server_stop(struct rdps_server *s)
+{
+	s->stop = 1;
+}
+
+bool rdps_server_done(const struct rdps_server *s)
+{
+	return s->stop != 0;
+}
+
+void rdps_server_get_stats(const struct rdps_server *s, struct rdps_server_stats *out)
+{
+	*out = s->stats;
+}
+
+struct rdps_shard *rdps_server_shard(struct rdps_server *s, uint32_t t)
+{
+	return t < s->num_tables ? s->shards[t] : NULL;
+}
+
+void rdps_server_print_stats(const struct rdps_server_stats *st, uint32_t server_id,
+			     FILE *f)
+{
+	uint64_t errors = 0;
+
+	for (int i = 0; i < 16; i++)
+		errors += st->errors[i];
+	fprintf(f,
+		"server %u: solved message count: pull %llu (%llu rows), push %llu (%llu rows), "
+		"flush %llu, barrier %llu, stats %llu, shutdown %llu; refused %llu, "
+		"bad frames %llu; bytes in %.1f MB, out %.1f MB; connections %llu\n",
+		server_id, (unsigned long long)st->requests[RDPS_REQ_PULL],
+		(unsigned long long)st->rows_pulled,
+		(unsigned long long)st->requests[RDPS_REQ_PUSH],
+		(unsigned long long)st->rows_pushed,
+		(unsigned long long)st->requests[RDPS_REQ_FLUSH],
+		(unsigned long long)st->requests[RDPS_REQ_BARRIER],
+		(unsigned long long)st->requests[RDPS_REQ_STATS],
+		(unsigned long long)st->requests[RDPS_REQ_SHUTDOWN],
+		(unsigned long long)errors, (unsigned long long)st->bad_frames,
+		st->bytes_in / 1e6, st->bytes_out / 1e6,
+		(unsigned long long)st->connections);
+}
+
+void rdps_server_destroy(struct rdps_server *s)
+{
+	if (!s)
+		return;
+	if (s->ts)
+		s->ops->destroy(s->ts, 2000);
+	for (uint32_t t = 0; t < s->num_tables; t++)
+		rdps_shard_destroy(s->shards[t]);
+	job_reset(s);
+	free(s);
+}

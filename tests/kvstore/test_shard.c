@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rdps/kvstore.h"
+
+Test(book, locate_matches_linear_scan)
+{
+	uint64_t off[] = { 0, 10, 10, 25, 26, 100 }; /* part 1 is empty */
+	struct rdps_book b = { 5, off };
+
+	cr_assert_eq(rdps_book_check(&b), 0);
+	for (uint64_t id = 0; id < 100; id++) {
+		uint32_t want = 0;
+
+		while (!(off[want] <= id && id < off[want + 1]))
+			want++;
+		cr_assert_eq(rdps_book_part(&b, id), want, "id %lu", (unsigned long)id);
+	}
+}
+
+Test(book, even_split_and_checks)
+{
+	uint64_t off[5];
+	uint64_t bad[] = { 0, 5, 3 };
+	struct rdps_book b = { 2, bad };
+
+	rdps_book_even(10, 4, off);
+	cr_assert_eq(off[0], 0);
+	cr_assert_eq(off[1], 3);
+	cr_assert_eq(off[2], 6);
+	cr_assert_eq(off[3], 8);
+	cr_assert_eq(off[4], 10);
+	cr_assert_eq(rdps_book_check(&b), -EINVAL);
+}
+
+Test(layout, stride_is_cacheline_multiple_with_room_for_versions)
+{
+	for (uint32_t dim = 1; dim < 600; dim++) {
+		size_t stride = rdps_row_stride(dim), end = rdps_row_ver_end_offset(dim);
+
+		cr_assert_eq(stride % 64, 0);
+		cr_assert_geq(end, RDPS_ROW_DATA_OFFSET + dim * 4);
+		cr_assert_eq(end % 8, 0);
+		cr_assert_leq(end + 8, stride);
+	}
+	cr_assert_eq(rdps_row_stride(400), 1664);
+}
+
+static struct rdps_shard *make(uint32_t dim, uint64_t lo, uint64_t hi, int opt,
+			       int init, uint64_t seed)
+{
+	struct rdps_shard_params p = {
+		.name = "entity", .table_id = 0, .dim = dim, .num_rows = 1000,
+		.lo = lo, .hi = hi, .init = init, .init_range = 0.5f, .seed = seed,
+		.optimizer = opt, .lr = 0.5f,
+	};
+	struct rdps_shard *s;
+
+	cr_assert_eq(rdps_shard_create(&p, &s), 0);
+	return s;
+}
+
+Test(shard, region_is_page_aligned_and_init_reproducible_across_splits)
+{
+	struct rdps_shard *whole = make(8, 0, 1000, RDPS_OPT_SGD, RDPS_INIT_UNIFORM, 7);
+	struct rdps_shard *part = make(8, 400, 600, RDPS_OPT_SGD, RDPS_INIT_UNIFORM, 7);
+	struct rdps_shard *other = make(8, 400, 600, RDPS_OPT_SGD, RDPS_INIT_UNIFORM, 8);
+	struct rdps_shard_info info;
+	float a[8], b[8], c[8];
+	int differ = 0;
+
+	rdps_shard_info(part, &info);
+	cr_assert_eq((uintptr_t)info.base % (uintptr_t)sysconf(_SC_PAGESIZE), 0);
+	cr_assert_eq(info.len % (size_t)sysconf(_SC_PAGESIZE), 0);
+	cr_assert_geq(info.len, 200 * info.stride);
+	for (uint64_t id = 400; id < 600; id++) {
+		rdps_shard_read(whole, &id, 1, a);
+		rdps_shard_read(part, &id, 1, b);
+		rdps_shard_read(other, &id, 1, c);
+		cr_assert_arr_eq(a, b, sizeof(a), "row %lu differs between splits", (unsigned long)id);
+		for (int j = 0; j < 8; j++) {
+			cr_assert(a[j] >= -0.5f && a[j] <= 0.5f);
+			differ += a[j] != c[j];
+		}
+	}
+	cr_assert_gt(differ, 1500, "seed does not change the rows");
+	rdps_shard_destroy(whole);
+	rdps_shard_destroy(part);
+	rdps_shard_destroy(other);
+}
+
+Test(shard, ids_out_of_range_are_reported)
+{
+	struct rdps_shard *s = make(4, 10, 20, RDPS_OPT_SGD, RDPS_INIT_ZEROS, 0);
+	uint64_t ids[] = { 10, 19, 20 }, bad = 0;
+
+	cr_assert_eq(rdps_shard_check_ids(s, ids, 2, &bad), 0);
+	cr_assert_eq(rdps_shard_check_ids(s, ids, 3, &bad), -ERANGE);
+	cr_assert_eq(bad, 20);
+	rdps_shard_destroy(s);
+}
+
+Test(shard, invalid_params_refused)
+{
+	struct rdps_shard_params p = { .name = "t", .dim = 0, .num_rows = 10, .hi = 10 };
+	struct rdps_shard *s;
+
+	cr_assert_eq(rdps_shard_create(&p, &s), -EINVAL);
+	p.dim = 4;
+	p.hi = 11;
+	cr_assert_eq(rdps_shard_create(&p, &s), -EINVAL);
+	p.hi = 10;
+	p.optimizer = 9;
+	cr_assert_eq(rdps_shard_create(&p, &s), -EINVAL);
+	rdps_shard_destroy(NULL);
+}
+
+/* Reference optimizers in double precision, with duplicates summed. */
+static void reference(int opt, double *w, double *state, uint32_t dim, double lr,
+		      const double *g)
+{
+	if (opt == RDPS_OPT_SGD) {
+		for (uint32_t j = 0; j < dim; j++)
+			w[j] -= lr * g[j];
+	} else if (opt == RDPS_OPT_ADAGRAD_ROW) {
+		double sq = 0;
+
+		for (uint32_t j = 0; j < dim; j++)
+			sq += g[j] * g[j];
+		state[0] += sq / dim;
+		for (uint32_t j = 0; j < dim; j++)
+			w[j] -= lr * g[j] / (sqrt(state[0]) + 1e-10);
+	} else {
+		for (uint32_t j = 0; j < dim; j++) {
+			state[j] += g[j] * g[j];
+			w[j] -= lr * g[j] / (sqrt(state[j]) + 1e-10);
+		}
+	}
+}
+
+static void check_optimizer(int opt)
+{
+	enum { DIM = 5, ROWS = 6, PUSHES = 4, N = 7 };
+	struct rdps_shard *s = make(DIM, 100, 100 + ROWS, opt, RDPS_INIT_UNIFORM, 3);
+	double w[ROWS][DIM], st[ROWS][DIM] = { { 0 } };
+	float row[DIM];
+
+	for (int r = 0; r < ROWS; r++) {
+		uint64_t id = 100 + (uint64_t)r;
+
+		rdps_shard_read(s, &id, 1, row);
+		for (int j = 0; j < DIM; j++)
+			w[r][j] = row[j];
+	}
+	for (int p = 0; p < PUSHES; p++) {
+		/* Duplicated ids (row 1 three times) must be summed first. */
+		uint64_t ids[N] = { 101, 103, 101, 100, 105, 101, 103 };
+		float g[N][DIM];
+		double sum[ROWS][DIM] = { { 0 } };
+		int touched[ROWS] = { 0 };
+
+		for (int i = 0; i < N; i++)
+			for (int j = 0; j < DIM; j++) {
+				g[i][j] = (float)((i + 1) * (j - 2) + p) * 0.125f;
+				sum[ids[i] - 100][j] += g[i][j];
+				touched[ids[i] - 100] = 1;
+			}
+		cr_assert_eq(rdps_shard_apply(s, ids, &g[0][0], N), 0);
+		for (int r = 0; r < ROWS; r++)
+			if (touched[r])
+				reference(opt, w[r], st[r], DIM, 0.5, sum[r]);
+	}
+	for (int r = 0; r < ROWS; r++) {
+		uint64_t id = 100 + (uint64_t)r;
+
+		rdps_shard_read(s, &id, 1, row);
+		for (int j = 0; j < DIM; j++)
+			cr_assert_float_eq(row[j], w[r][j], 1e-5, "%s row %d col %d: %g vs %g",
+					   rdps_optimizer_name(opt), r, j, row[j], w[r][j]);
+	}
+	rdps_shard_destroy(s);
+}
+
+Test(optimizer, sgd)
+{
+	check_optimizer(RDPS_OPT_SGD);
+}
+
+Test(optimizer, adagrad_row)
+{
+	check_optimizer(RDPS_OPT_ADAGRAD_ROW);
+}
+
+Test(optimizer, adagrad_elementwise)
+{
+	check_optimizer(RDPS_OPT_ADAGRAD);
+}
+
+Test(optimizer, names)
+{
+	cr_assert_eq(rdps_optimizer_parse("sgd"), RDPS_OPT_SGD);
+	cr_assert_eq(rdps_optimizer_parse("Adagrad_Row"), RDPS_OPT_ADAGRAD_ROW);
+	cr_assert_eq(rdps_optimizer_parse("adagrad"), RDPS_OPT_ADAGRAD);
+	cr_assert_eq(rdps_optimizer_parse("adam"), -EINVAL);
+}
+
+Test(seqlock, versions_advance_together_and_torn_rows_are_detected)
+{
+	struct rdps_shard *s = make(6, 0, 4, RDPS_OPT_SGD, RDPS_INIT_ZEROS, 0);
+	struct rdps_shard_info info;
+	uint64_t id = 2;
+	float g[6] = { 1, 1, 1, 1, 1, 1 }, out[6];
+	char *row;
+
+	rdps_shard_info(s, &info);
+	row = (char *)info.base + 2 * info.stride;
+	cr_assert_eq(rdps_row_ver_begin(row), 0);
+	cr_assert_eq(rdps_shard_apply(s, &id, g, 1), 0);
+	cr_assert_eq(rdps_shard_apply(s, &id, g, 1), 0);
+	cr_assert_eq(rdps_row_ver_begin(row), 2);
+	cr_assert_eq(rdps_row_ver_end(row, 6), 2);
+	cr_assert_eq(rdps_row_read_validated(row, 6, out), 0);
+	cr_assert_float_eq(out[3], -1.0f, 0);
+	/* A writer in the middle of an update: ver_end already moved. */
+	*(uint64_t *)(row + rdps_row_ver_end_offset(6)) = 3;
+	cr_assert_eq(rdps_row_read_validated(row, 6, out), -EAGAIN);
+	rdps_shard_destroy(s);
+}

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdps/common.h"
+#include "rdps_test.h"
+
+char *rdps_test_tmpdir(const char *tag)
+{
+	char tmpl[256];
+
+	snprintf(tmpl, sizeof(tmpl), "/tmp/rdps-test-%s-XXXXXX", tag);
+	if (!mkdtemp(tmpl))
+		return NULL;
+	return strdup(tmpl);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+int rdps_test_rmtree(const char *dir)
+{
+	if (!dir)
+		return 0;
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *rdps_test_write(const char *dir, const char *name, const char *text)
+{
+	char *path;
+	FILE *f;
+
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		return NULL;
+	f = fopen(path, "w");
+	if (!f) {
+		free(path);
+		return NULL;
+	}
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static int port_free(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int s = socket(AF_INET, SOCK_STREAM, 0), one = 1, ok;
+
+	if (s < 0)
+		return 0;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = bind(s, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(s);
+	return ok;
+}
+
+int rdps_test_free_ports(int n)
+{
+	/* Spread concurrent suites (ctest -j) over the range by pid and time. */
+	unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+
+	for (int attempt = 0; attempt < 1000; attempt++) {
+		int base = 20000 + (int)((seed = seed * 1103515245u + 12345u) % 30000u);
+		int ok = 1;
+
+		for (int i = 0; i < n && ok; i++)
+			ok = port_free(base + i);
+		if (ok)
+			return base;
+	}
+	return -EADDRINUSE;
+}
+
+pid_t rdps_test_spawn(char *const argv[], const char *log)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int rdps_test_wait(pid_t pid, int timeout_ms, int *status)
+{
+	uint64_t deadline = rdps_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid)
+			return 0;
+		if (r < 0)
+			return -errno;
+		if (rdps_now_ns() >= deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, status, 0);
+			return -ETIMEDOUT;
+		}
+		usleep(5000);
+	}
+}
+
+int rdps_test_wait_port(const char *host, int port, int timeout_ms)
+{
+	uint64_t deadline = rdps_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+	inet_pton(AF_INET, host, &a.sin_addr);
+	while (rdps_now_ns() < deadline) {
+		int s = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (s >= 0 && !connect(s, (struct sockaddr *)&a, sizeof(a))) {
+			close(s);
+			return 0;
+		}
+		if (s >= 0)
+			close(s);
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
+}
+
+char *rdps_test_slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0, len = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (rdps_reserve((void **)&buf, &cap, len + 4097)) {
+			free(buf);
+			fclose(f);
+			return NULL;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n);
+	buf[len] = '\0';
+	fclose(f);
+	return buf;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the test suites: temporary directories, free ports,
+ * child processes with bounded waits. */
+#ifndef RDPS_TEST_H
+#define RDPS_TEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A fresh directory under /tmp (caller frees the string; rdps_test_rmtree). */
+char *rdps_test_tmpdir(const char *tag);
+int rdps_test_rmtree(const char *dir);
+
+/* Writes text to dir/name; returns the malloc'd path. */
+char *rdps_test_write(const char *dir, const char *name, const char *text);
+
+/* A base port such that base..base+n-1 are free on 127.0.0.1 now. */
+int rdps_test_free_ports(int n);
+
+/* Starts argv (argv[0] a path) with stdout+stderr appended to log. */
+pid_t rdps_test_spawn(char *const argv[], const char *log);
+
+/* Waits for pid up to timeout_ms. Returns 0 with *status, or -ETIMEDOUT
+ * (the process is then killed with SIGKILL and reaped). */
+int rdps_test_wait(pid_t pid, int timeout_ms, int *status);
+
+/* Polls until host:port accepts a TCP connection, up to timeout_ms. */
+int rdps_test_wait_port(const char *host, int port, int timeout_ms);
+
+/* Reads a whole file into a malloc'd NUL-terminated string (NULL on error). */
+char *rdps_test_slurp(const char *path);
+
+#endif

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* The rdps tool's subcommands. Each takes (argc, argv) with argv[0] the
+ * subcommand name, prints its own --help, and returns the process exit code
+ * (0 ok, 1 failure, 2 usage error). */
+#ifndef RDPS_TOOLS_COMMANDS_H
+#define RDPS_TOOLS_COMMANDS_H
+
+int rdps_cmd_server(int argc, char **argv);
+int rdps_cmd_stats(int argc, char **argv);
+int rdps_cmd_shutdown(int argc, char **argv);
+
+struct rdps_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+#endif

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+/* rdps: one command-line tool, one subcommand per job. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "rdps/common.h"
+
+static const struct rdps_command commands[] = {
+	{ "server", rdps_cmd_server, "run one parameter server of a job" },
+	{ "stats", rdps_cmd_stats, "print the request counters of running servers" },
+	{ "shutdown", rdps_cmd_shutdown, "ask every server of an ip_config to exit" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rdps <command> [options]   (rdps <command> --help for details)\n\n"
+		   "commands:\n");
+	for (size_t i = 0; i < RDPS_ARRAY_SIZE(commands); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nenvironment: RDPS_LOG_LEVEL=error|warn|info|debug\n");
+}
+
+int main(int argc, char **argv)
+{
+	rdps_log_init();
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("rdps %s\n", RDPS_VERSION_STRING);
+		return 0;
+	}
+	for (size_t i = 0; i < RDPS_ARRAY_SIZE(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "rdps: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: MIT
+/*
+ * In-process backend: client and server in one process (standalone mode and
+ * tests). A connection calls the server core's handler directly, under the
+ * server's lock; a deferred request (barrier) waits on a condition variable
+ * until the core completes it. Servers are found by "host:port" in a
+ * process-wide registry.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rdps/common.h"
+#include "rdps/transport.h"
+
+static const struct rdps_transport_ops inproc_ops;
+
+struct inproc_waiter {
+	uint64_t token;
+	bool done;
+	int status;
+	char msg[256];
+	struct inproc_waiter *next;
+};
+
+struct inproc_server {
+	struct rdps_tserver base;
+	struct rdps_listen_params p;
+	struct rdps_region regions[RDPS_MAX_TABLES];
+	char key[RDPS_HOST_MAX + 8];
+	pthread_mutex_t lock;          /* serialises handler calls */
+	pthread_cond_t cond;           /* deferred completions, shutdown */
+	struct inproc_waiter *waiters; /* deferred requests in progress */
+	uint64_t next_token;
+	unsigned refs;                 /* the listener + connections */
+	bool closed;
+	struct inproc_server *next;    /* registry list */
+};
+
+struct inproc_conn {
+	struct rdps_conn base;
+	struct inproc_server *srv;
+	uint32_t client_id, num_clients;
+	bool observer;
+	int timeout_ms;
+	int pull_status;               /* first error of posted pulls */
+	bool hello;
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t registry_cond; /* CLOCK_MONOTONIC, see registry_init */
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+static struct inproc_server *registry;
+
+static inline struct inproc_conn *to_inproc_conn(struct rdps_conn *c)
+{
+	return container_of(c, struct inproc_conn, base);
+}
+
+static inline struct inproc_server *to_inproc_server(struct rdps_tserver *s)
+{
+	return container_of(s, struct inproc_server, base);
+}
+
+static void deadline_ts(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static int init_cond(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+	int ret;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	ret = pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+	return -ret;
+}
+
+static int init_cond(pthread_cond_t *c);
+
+static void registry_init(void)
+{
+	/* Deadlines are monotonic, so the condition variable must be too. */
+	if (init_cond(&registry_cond))
+		abort();
+}
+
+static void server_put(struct inproc_server *is)
+{
+	bool last;
+
+	pthread_mutex_lock(&registry_lock);
+	last = --is->refs == 0;
+	pthread_mutex_unlock(&registry_lock);
+	if (!last)
+		return;
+	pthread_cond_destroy(&is->cond);
+	pthread_mutex_destroy(&is->lock);
+	free(is);
+}
+
+/* Calls the handler with the server locked; waits for a deferred reply. */
+static int call_handler(struct inproc_conn *ic, struct rdps_request *req, int timeout_ms)
+{
+	struct inproc_server *is = ic->srv;
+	struct inproc_waiter w = { 0 };
+	struct timespec dl;
+	int ret;
+
+	pthread_mutex_lock(&is->lock);
+	if (is->closed) {
+		pthread_mutex_unlock(&is->lock);
+		snprintf(ic->base.errmsg, sizeof(ic->base.errmsg), "%s: server shut down",
+			 ic->base.peer);
+		return -ECONNRESET;
+	}
+	req->client_id = ic->client_id;
+	req->num_clients = ic->num_clients;
+	req->observer = ic->observer;
+	req->peer = "inproc";
+	req->token = w.token = ++is->next_token;
+	/* Registered before the call: the core may complete it from inside. */
+	w.next = is->waiters;
+	is->waiters = &w;
+	ret = is->p.handle(is->p.ctx, req);
+	if (ret == RDPS_REPLY_DEFERRED) {
+		deadline_ts(&dl, timeout_ms);
+		while (!w.done && !is->closed) {
+			if (pthread_cond_timedwait(&is->cond, &is->lock, &dl) == ETIMEDOUT)
+				break;
+		}
+		if (w.done) {
+			ret = w.status;
+			if (ret < 0)
+				snprintf(req->errmsg, req->errlen, "%s", w.msg);
+		} else {
+			ret = is->closed ? -ECONNRESET : -ETIMEDOUT;
+			snprintf(req->errmsg, req->errlen, "%s after %d ms waiting for the %s reply",
+				 is->closed ? "server shut down" : "timed out", timeout_ms,
+				 rdps_req_name((int)req->type));
+		}
+	}
+	for (struct inproc_waiter **pp = &is->waiters; *pp; pp = &(*pp)->next)
+		if (*pp == &w) {
+			*pp = w.next;
+			break;
+		}
+	if (ret < 0 && is->base.stats && req->type < 16)
+		is->base.stats->errors[req->type]++;
+	pthread_mutex_unlock(&is->lock);
+	return ret;
+}
+
+static int fail(struct inproc_conn *ic, int ret, const char *why)
+{
+	snprintf(ic->base.errmsg, sizeof(ic->base.errmsg), "%s: %s", ic->base.peer,
+		 why && why[0] ? why : rdps_strerror(ret));
+	return ret;
+}
+
+static int inproc_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
+			  char *err, size_t errlen)
+{
+	struct inproc_server *is;
+	struct inproc_conn *ic;
+	char key[RDPS_HOST_MAX + 8], why[256] = "";
+	struct rdps_request req = { .type = RDPS_REQ_HELLO, .errmsg = why,
+				    .errlen = sizeof(why) };
+	int timeout = p->timeout_ms > 0 ? p->timeout_ms : 60000, ret;
+	struct timespec dl;
+
+	*out = NULL;
+	pthread_once(&registry_once, registry_init);
+	snprintf(key, sizeof(key), "%s:%u", p->host, p->port);
+	deadline_ts(&dl, timeout);
+	pthread_mutex_lock(&registry_lock);
+	for (;;) {
+		for (is = registry; is && strcmp(is->key, key); is = is->next)
+			;
+		if (is || pthread_cond_timedwait(&registry_cond, &registry_lock, &dl) ==
+				  ETIMEDOUT)
+			break;
+	}
+	if (is)
+		is->refs++;
+	pthread_mutex_unlock(&registry_lock);
+	if (!is) {
+		snprintf(err, errlen, "no in-process server at %s within %d ms", key, timeout);
+		return -ECONNREFUSED;
+	}
+	ic = calloc(1, sizeof(*ic));
+	if (!ic) {
+		server_put(is);
+		return -ENOMEM;
+	}
+	ic->base.ops = &inproc_ops;
+	ic->srv = is;
+	ic->client_id = p->client_id;
+	ic->num_clients = p->num_clients;
+	ic->observer = p->observer;
+	ic->timeout_ms = timeout;
+	snprintf(ic->base.peer, sizeof(ic->base.peer), "server %u (inproc %s)",
+		 p->server_id, key);
+	if (is->p.server_id != p->server_id) {
+		snprintf(err, errlen, "%s: the server at this address is server %u",
+			 ic->base.peer, is->p.server_id);
+		ret = -EPROTO;
+		goto err_free;
+	}
+	ret = call_handler(ic, &req, timeout);
+	if (ret < 0) {
+		snprintf(err, errlen, "refused by %s: %s", ic->base.peer,
+			 why[0] ? why : rdps_strerror(ret));
+		goto err_free;
+	}
+	ic->hello = true;
+	ic->base.server_id = is->p.server_id;
+	ic->base.num_servers = is->p.num_servers;
+	ic->base.num_tables = is->p.num_regions;
+	for (uint32_t i = 0; i < is->p.num_regions; i++)
+		ic->base.tables[i] = is->regions[i].desc;
+	*out = &ic->base;
+	return 0;
+
+err_free:
+	server_put(is);
+	free(ic);
+	return ret;
+}
+
+static void inproc_close(struct rdps_conn *c)
+{
+	struct inproc_conn *ic;
+
+	if (!c)
+		return;
+	ic = to_inproc_conn(c);
+	if (ic->hello) {
+		struct rdps_request req = { .type = RDPS_REQ_BYE };
+
+		pthread_mutex_lock(&ic->srv->lock);
+		if (!ic->srv->closed) {
+			req.client_id = ic->client_id;
+			req.num_clients = ic->num_clients;
+			req.observer = ic->observer;
+			req.peer = "inproc";
+			ic->srv->p.handle(ic->srv->p.ctx, &req);
+		}
+		pthread_mutex_unlock(&ic->srv->lock);
+	}
+	server_put(ic->srv);
+	free(ic);
+}
+
+static int rows_request(struct inproc_conn *ic, uint32_t type, uint32_t table,
+			const uint64_t *ids, uint32_t n, const float *grads, float *out)
+{
+	char why[256] = "";
+	struct rdps_request req = { .type = type, .table = table, .n = n, .ids = ids,
+				    .grads = grads, .rows_out = out, .errmsg = why,
+				    .errlen = sizeof(why) };
+	int ret;
+
+	if (table >= ic->base.num_tables) {
+		snprintf(why, sizeof(why), "unknown table %u (server has %u)", table,
+			 ic->base.num_tables);
+		return fail(ic, -ENOENT, why);
+	}
+	ret = call_handler(ic, &req, ic->timeout_ms);
+	return ret < 0 ? fail(ic, ret, why) : 0;
+}
+
+static int inproc_pull_post(struct rdps_conn *c, uint32_t table,
+			    const uint64_t *ids, uint32_t n, float *out)
+{
+	struct inproc_conn *ic = to_inproc_conn(c);
+	int ret = rows_request(ic, RDPS_REQ_PULL, table, ids, n, NULL, out);
+
+	if (ret && !ic->pull_status)
+		ic->pull_status = ret;
+	return 0;
+}
+
+static int inproc_pull_wait(struct rdps_conn *c)
+{
+	struct inproc_conn *ic = to_inproc_conn(c);
+	int ret = ic->pull_status;
+
+	ic->pull_status = 0;
+	return ret;
+}
+
+static int inproc_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+		       const float *grads, uint32_t n)
+{
+	return rows_request(to_inproc_conn(c), RDPS_REQ_PUSH, table, ids, n, grads, NULL);
+}
+
+static int inproc_call(struct rdps_conn *c, uint32_t type, void *reply,
+		       size_t reply_len, int timeout_ms)
+{
+	struct inproc_conn *ic = to_inproc_conn(c);
+	char why[256] = "";
+	struct rdps_request req = { .type = type, .reply = reply, .reply_cap = reply_len,
+				    .errmsg = why, .errlen = sizeof(why) };
+	int ret;
+
+	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER &&
+	    type != RDPS_REQ_STATS && type != RDPS_REQ_SHUTDOWN)
+		return -EINVAL;
+	ret = call_handler(ic, &req, timeout_ms > 0 ? timeout_ms : ic->timeout_ms);
+	if (ret < 0)
+		return fail(ic, ret, why);
+	if (type == RDPS_REQ_STATS && req.reply_len != reply_len)
+		return fail(ic, -EPROTO, "stats reply of unexpected size");
+	return 0;
+}
+
+static int inproc_listen(const struct rdps_listen_params *p, struct rdps_tserver **out,
+			 char *err, size_t errlen)
+{
+	struct inproc_server *is, *o;
+	int ret;
+
+	*out = NULL;
+	if (p->num_regions > RDPS_MAX_TABLES || !p->handle)
+		return -EINVAL;
+	is = calloc(1, sizeof(*is));
+	if (!is)
+		return -ENOMEM;
+	is->base.ops = &inproc_ops;
+	is->p = *p;
+	memcpy(is->regions, p->regions, p->num_regions * sizeof(*p->regions));
+	is->p.regions = is->regions;
+	/* Same process, same memory: no remote access descriptors. */
+	for (uint32_t i = 0; i < p->num_regions; i++) {
+		is->regions[i].desc.remote_addr = 0;
+		is->regions[i].desc.rkey = 0;
+	}
+	pthread_once(&registry_once, registry_init);
+	snprintf(is->key, sizeof(is->key), "%s:%u", p->host, p->port);
+	is->refs = 1;
+	/* Recursive: the core may complete a deferred request (reply) from
+	 * inside a handler that already holds the lock. */
+	{
+		pthread_mutexattr_t ma;
+
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+		pthread_mutex_init(&is->lock, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
+	ret = init_cond(&is->cond);
+	if (ret)
+		goto err_free;
+	pthread_mutex_lock(&registry_lock);
+	for (o = registry; o && strcmp(o->key, is->key); o = o->next)
+		;
+	if (o) {
+		pthread_mutex_unlock(&registry_lock);
+		snprintf(err, errlen, "in-process address %s is already in use", is->key);
+		ret = -EADDRINUSE;
+		goto err_destroy_cond;
+	}
+	is->next = registry;
+	registry = is;
+	pthread_cond_broadcast(&registry_cond);
+	pthread_mutex_unlock(&registry_lock);
+	*out = &is->base;
+	return 0;
+
+err_destroy_cond:
+	pthread_cond_destroy(&is->cond);
+err_free:
+	pthread_mutex_destroy(&is->lock);
+	free(is);
+	return ret;
+}
+
+static int inproc_progress(struct rdps_tserver *s, int timeout_ms)
+{
+	struct inproc_server *is = to_inproc_server(s);
+	struct timespec dl;
+
+	/* Requests run on the callers' threads; the server thread only waits. */
+	deadline_ts(&dl, timeout_ms);
+	pthread_mutex_lock(&is->lock);
+	pthread_cond_timedwait(&is->cond, &is->lock, &dl);
+	pthread_mutex_unlock(&is->lock);
+	return 0;
+}
+
+/* Called by the core from inside a handler (lock held, recursive) or from
+ * another thread. */
+static int inproc_reply(struct rdps_tserver *s, uint64_t token, int status,
+			const void *payload, size_t len)
+{
+	struct inproc_server *is = to_inproc_server(s);
+	struct inproc_waiter *w;
+	int ret = -ENOTCONN;
+
+	pthread_mutex_lock(&is->lock);
+	for (w = is->waiters; w; w = w->next) {
+		if (w->token != token)
+			continue;
+		w->done = true;
+		w->status = status;
+		snprintf(w->msg, sizeof(w->msg), "%.*s", (int)(payload ? len : 0),
+			 payload ? (const char *)payload : "");
+		ret = 0;
+		break;
+	}
+	pthread_cond_broadcast(&is->cond);
+	pthread_mutex_unlock(&is->lock);
+	return ret;
+}
+
+static void inproc_destroy(struct rdps_tserver *s, int timeout_ms)
+{
+	struct inproc_server *is, **pp;
+
+	if (!s)
+		return;
+	is = to_inproc_server(s);
+	pthread_mutex_lock(&registry_lock);
+	for (pp = &registry; *pp; pp = &(*pp)->next)
+		if (*pp == is) {
+			*pp = is->next;
+			break;
+		}
+	pthread_mutex_unlock(&registry_lock);
+	pthread_mutex_lock(&is->lock);
+	is->closed = true;
+	pthread_cond_broadcast(&is->cond);
+	pthread_mutex_unlock(&is->lock);
+	server_put(is);
+}
+
+static const struct rdps_transport_ops inproc_ops = {
+	.name = "inproc",
+	.connect = inproc_connect,
+	.close = inproc_close,
+	.pull_post = inproc_pull_post,
+	.pull_wait = inproc_pull_wait,
+	.push = inproc_push,
+	.call = inproc_call,
+	.listen = inproc_listen,
+	.progress = inproc_progress,
+	.reply = inproc_reply,
+	.destroy = inproc_destroy,
+};
+
+const struct rdps_transport_ops *rdps_transport_inproc(void)
+{
+	return &inproc_ops;
+}

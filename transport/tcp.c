@@ -1,0 +1,1065 @@
+// SPDX-License-Identifier: MIT
+/*
+ * TCP backend: length-prefixed binary frames (wire.h) on one connection per
+ * client per server. The server is one thread with nonblocking sockets and
+ * epoll; replies for a connection go out in request order. The client side
+ * uses nonblocking sockets with poll() deadlines, so no wait is unbounded.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rdps/common.h"
+#include "rdps/transport.h"
+#include "sock.h"
+#include "wire.h"
+
+#define TCP_MAX_PENDING_PULLS 64
+#define TCP_PUSH_RING 4096              /* unacknowledged pushes */
+#define TCP_TX_HIGH (8u << 20)          /* stop reading a conn above this */
+#define TCP_RX_CHUNK (256u << 10)
+
+static const struct rdps_transport_ops tcp_ops;
+
+/* ====================================================================== */
+/* Client                                                                 */
+
+struct tcp_pending_pull {
+	float *out;
+	uint32_t n, dim;
+};
+
+struct tcp_conn {
+	struct rdps_conn base;
+	int fd;
+	int timeout_ms;
+	size_t max_inflight;
+	size_t inflight;                   /* unacknowledged push bytes */
+	uint32_t ring[TCP_PUSH_RING];      /* sizes of unacknowledged pushes */
+	uint32_t ring_head, ring_len;
+	int push_err;                      /* first failed push, reported later */
+	char push_errmsg[RDPS_WIRE_ERRMSG_MAX + 64];
+	struct tcp_pending_pull pend[TCP_MAX_PENDING_PULLS];
+	uint32_t npend;
+	bool broken;                       /* stream out of sync: refuse use */
+};
+
+static inline struct tcp_conn *to_tcp_conn(struct rdps_conn *c)
+{
+	return container_of(c, struct tcp_conn, base);
+}
+
+static uint64_t deadline_after(int ms)
+{
+	return rdps_now_ns() + (uint64_t)ms * 1000000ull;
+}
+
+/* Marks the connection unusable and records why. */
+static int conn_fail(struct tcp_conn *tc, int ret, const char *what)
+{
+	tc->broken = true;
+	if (ret == -ETIMEDOUT)
+		snprintf(tc->base.errmsg, sizeof(tc->base.errmsg),
+			 "%s: timed out after %d ms waiting for %s",
+			 tc->base.peer, tc->timeout_ms, what);
+	else if (ret == -ECONNRESET)
+		snprintf(tc->base.errmsg, sizeof(tc->base.errmsg),
+			 "%s: connection closed while waiting for %s (server died?)",
+			 tc->base.peer, what);
+	else
+		snprintf(tc->base.errmsg, sizeof(tc->base.errmsg), "%s: %s while waiting for %s",
+			 tc->base.peer, rdps_strerror(ret), what);
+	return ret;
+}
+
+/* Reads an error reply's text into buf. */
+static int read_errmsg(struct tcp_conn *tc, uint32_t len, char *buf,
+		       size_t buflen, uint64_t deadline)
+{
+	char tmp[RDPS_WIRE_ERRMSG_MAX + 8];
+	int ret;
+
+	if (len > sizeof(tmp) - 1)
+		return -EPROTO;
+	ret = rdps_sock_recv(tc->fd, tmp, len, deadline);
+	if (ret)
+		return ret;
+	tmp[len] = '\0';
+	snprintf(buf, buflen, "%s: %s", tc->base.peer, tmp);
+	return 0;
+}
+
+/*
+ * Reads frames until a reply of type want arrives (its header in *h, its
+ * payload left unread). Push acknowledgements met on the way are consumed.
+ * want == 0 reads exactly one push acknowledgement.
+ */
+static int read_reply(struct tcp_conn *tc, int want, struct rdps_wire_hdr *h,
+		      uint64_t deadline, const char *what)
+{
+	char why[256];
+	int ret;
+
+	for (;;) {
+		ret = rdps_sock_recv(tc->fd, h, sizeof(*h), deadline);
+		if (ret)
+			return conn_fail(tc, ret, what);
+		ret = rdps_wire_check_hdr(h, why, sizeof(why));
+		if (ret) {
+			tc->broken = true;
+			snprintf(tc->base.errmsg, sizeof(tc->base.errmsg), "%s: %s",
+				 tc->base.peer, why);
+			return ret;
+		}
+		if (h->type == (RDPS_REQ_PUSH | RDPS_WIRE_REPLY)) {
+			if (!tc->ring_len) {
+				tc->broken = true;
+				snprintf(tc->base.errmsg, sizeof(tc->base.errmsg),
+					 "%s: push acknowledged that was never sent",
+					 tc->base.peer);
+				return -EPROTO;
+			}
+			tc->inflight -= tc->ring[tc->ring_head];
+			tc->ring_head = (tc->ring_head + 1) % TCP_PUSH_RING;
+			tc->ring_len--;
+			if (h->status < 0) {
+				if (!tc->push_err) {
+					tc->push_err = h->status;
+					ret = read_errmsg(tc, h->len, tc->push_errmsg,
+							  sizeof(tc->push_errmsg), deadline);
+				} else {
+					char skip[RDPS_WIRE_ERRMSG_MAX + 64];
+
+					ret = read_errmsg(tc, h->len, skip, sizeof(skip),
+							  deadline);
+				}
+				if (ret)
+					return conn_fail(tc, ret, what);
+			} else if (h->len) {
+				tc->broken = true;
+				return -EPROTO;
+			}
+			if (!want)
+				return 0;
+			continue;
+		}
+		if (h->type != (want | RDPS_WIRE_REPLY)) {
+			tc->broken = true;
+			snprintf(tc->base.errmsg, sizeof(tc->base.errmsg),
+				 "%s: expected a %s reply, got frame type 0x%x",
+				 tc->base.peer, rdps_req_name(want), h->type);
+			return -EPROTO;
+		}
+		if (h->status < 0) {
+			ret = read_errmsg(tc, h->len, tc->base.errmsg,
+					  sizeof(tc->base.errmsg), deadline);
+			if (ret)
+				return conn_fail(tc, ret, what);
+			return h->status;
+		}
+		return 0;
+	}
+}
+
+static int tcp_handshake(struct tcp_conn *tc, const struct rdps_conn_params *p,
+			 char *err, size_t errlen)
+{
+	uint64_t deadline = deadline_after(p->timeout_ms);
+	struct rdps_wire_hello hello = {
+		.client_id = p->client_id,
+		.num_clients = p->num_clients,
+		.server_id = p->server_id,
+		.flags = p->observer ? RDPS_HELLO_OBSERVER : 0,
+	};
+	struct rdps_wire_hdr h;
+	struct iovec iov[2];
+	char why[256], *buf;
+	int ret;
+
+	rdps_wire_hdr_init(&h, RDPS_REQ_HELLO, sizeof(hello), 0);
+	iov[0] = (struct iovec){ &h, sizeof(h) };
+	iov[1] = (struct iovec){ &hello, sizeof(hello) };
+	ret = rdps_sock_sendv(tc->fd, iov, 2, deadline);
+	if (ret) {
+		conn_fail(tc, ret, "the handshake");
+		snprintf(err, errlen, "%s", tc->base.errmsg);
+		return ret;
+	}
+	ret = read_reply(tc, RDPS_REQ_HELLO, &h, deadline, "the handshake");
+	if (ret) {
+		/* A server's error reply leaves the stream intact. */
+		snprintf(err, errlen, "%s%s", tc->broken ? "" : "refused by ",
+			 tc->base.errmsg);
+		return ret;
+	}
+	buf = malloc(h.len ? h.len : 1);
+	if (!buf)
+		return -ENOMEM;
+	ret = rdps_sock_recv(tc->fd, buf, h.len, deadline);
+	if (!ret)
+		ret = rdps_wire_parse_welcome(buf, h.len, p->server_id, &tc->base,
+					      why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "%s while reading the welcome", rdps_strerror(ret));
+	free(buf);
+	if (ret)
+		snprintf(err, errlen, "%s: %s", tc->base.peer, why);
+	return ret;
+}
+
+static int tcp_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
+		       char *err, size_t errlen)
+{
+	struct tcp_conn *tc;
+	int ret;
+
+	*out = NULL;
+	tc = calloc(1, sizeof(*tc));
+	if (!tc)
+		return -ENOMEM;
+	tc->base.ops = &tcp_ops;
+	tc->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 60000;
+	tc->max_inflight = p->max_inflight_bytes ? p->max_inflight_bytes : (64u << 20);
+	snprintf(tc->base.peer, sizeof(tc->base.peer), "server %u (%s:%u)",
+		 p->server_id, p->host, p->port);
+	ret = rdps_sock_connect(p->host, p->port, tc->timeout_ms, &tc->fd, err, errlen);
+	if (ret)
+		goto err_free;
+	ret = tcp_handshake(tc, p, err, errlen);
+	if (ret)
+		goto err_close;
+	*out = &tc->base;
+	return 0;
+
+err_close:
+	close(tc->fd);
+err_free:
+	free(tc);
+	return ret;
+}
+
+static void tcp_close(struct rdps_conn *c)
+{
+	struct tcp_conn *tc;
+
+	if (!c)
+		return;
+	tc = to_tcp_conn(c);
+	if (tc->fd >= 0)
+		close(tc->fd);
+	free(tc);
+}
+
+static int check_usable(struct tcp_conn *tc)
+{
+	if (tc->broken)
+		return -ENOTCONN;
+	return 0;
+}
+
+static int tcp_pull_post(struct rdps_conn *c, uint32_t table,
+			 const uint64_t *ids, uint32_t n, float *out)
+{
+	struct tcp_conn *tc = to_tcp_conn(c);
+	struct rdps_wire_rows rows = { .table = table, .n = n };
+	struct rdps_wire_hdr h;
+	struct iovec iov[3];
+	uint64_t len = sizeof(rows) + (uint64_t)n * 8;
+	int ret;
+
+	if ((ret = check_usable(tc)))
+		return ret;
+	if (table >= c->num_tables)
+		return -ENOENT;
+	if (tc->npend == TCP_MAX_PENDING_PULLS)
+		return -EBUSY;
+	if (len > RDPS_WIRE_MAX_FRAME ||
+	    (uint64_t)n * c->tables[table].dim * 4 > RDPS_WIRE_MAX_FRAME)
+		return -EMSGSIZE;
+	rdps_wire_hdr_init(&h, RDPS_REQ_PULL, (uint32_t)len, 0);
+	iov[0] = (struct iovec){ &h, sizeof(h) };
+	iov[1] = (struct iovec){ &rows, sizeof(rows) };
+	iov[2] = (struct iovec){ (void *)ids, (size_t)n * 8 };
+	ret = rdps_sock_sendv(tc->fd, iov, 3, deadline_after(tc->timeout_ms));
+	if (ret)
+		return conn_fail(tc, ret, "sending a pull");
+	tc->pend[tc->npend++] = (struct tcp_pending_pull){ out, n, c->tables[table].dim };
+	return 0;
+}
+
+static int tcp_pull_wait(struct rdps_conn *c)
+{
+	struct tcp_conn *tc = to_tcp_conn(c);
+	uint64_t deadline = deadline_after(tc->timeout_ms);
+	int first = 0;
+
+	for (uint32_t i = 0; i < tc->npend; i++) {
+		struct tcp_pending_pull *pp = &tc->pend[i];
+		struct rdps_wire_hdr h;
+		int ret;
+
+		if (tc->broken)
+			break;
+		ret = read_reply(tc, RDPS_REQ_PULL, &h, deadline, "pulled rows");
+		if (!ret) {
+			if (h.len != (uint64_t)pp->n * pp->dim * 4) {
+				tc->broken = true;
+				snprintf(c->errmsg, sizeof(c->errmsg),
+					 "%s: pull reply of %u bytes for %u rows of dim %u",
+					 c->peer, h.len, pp->n, pp->dim);
+				ret = -EPROTO;
+			} else {
+				ret = rdps_sock_recv(tc->fd, pp->out, h.len, deadline);
+				if (ret)
+					conn_fail(tc, ret, "pulled rows");
+			}
+		}
+		if (ret && !first)
+			first = ret;
+	}
+	tc->npend = 0;
+	if (!first && tc->broken)
+		first = -ENOTCONN;
+	return first;
+}
+
+static int take_push_err(struct tcp_conn *tc)
+{
+	int ret = tc->push_err;
+
+	if (ret) {
+		tc->push_err = 0;
+		snprintf(tc->base.errmsg, sizeof(tc->base.errmsg), "%s", tc->push_errmsg);
+	}
+	return ret;
+}
+
+static int tcp_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+		    const float *grads, uint32_t n)
+{
+	static const uint32_t zero_pad;
+	struct tcp_conn *tc = to_tcp_conn(c);
+	struct rdps_wire_rows rows = { .table = table, .n = n };
+	uint64_t deadline = deadline_after(tc->timeout_ms);
+	uint64_t gbytes, len;
+	struct rdps_wire_hdr h;
+	struct iovec iov[5];
+	int ret, iovcnt = 4;
+
+	if ((ret = check_usable(tc)))
+		return ret;
+	if (table >= c->num_tables)
+		return -ENOENT;
+	if (tc->npend)
+		return -EBUSY;
+	gbytes = (uint64_t)n * c->tables[table].dim * 4;
+	len = sizeof(rows) + (uint64_t)n * 8 + gbytes;
+	/* Payloads stay multiples of 8 so the server reads ids aligned. */
+	if (len % 8)
+		len += 4;
+	if (len > RDPS_WIRE_MAX_FRAME)
+		return -EMSGSIZE;
+	if ((ret = take_push_err(tc)))
+		return ret;
+	/* Bound what the server has not acknowledged yet. */
+	while (tc->ring_len && (tc->ring_len == TCP_PUSH_RING ||
+				tc->inflight + len > tc->max_inflight)) {
+		ret = read_reply(tc, 0, &h, deadline, "push acknowledgements");
+		if (ret)
+			return ret;
+	}
+	rdps_wire_hdr_init(&h, RDPS_REQ_PUSH, (uint32_t)len, 0);
+	iov[0] = (struct iovec){ &h, sizeof(h) };
+	iov[1] = (struct iovec){ &rows, sizeof(rows) };
+	iov[2] = (struct iovec){ (void *)ids, (size_t)n * 8 };
+	iov[3] = (struct iovec){ (void *)grads, (size_t)gbytes };
+	if ((sizeof(rows) + (uint64_t)n * 8 + gbytes) % 8)
+		iov[iovcnt++] = (struct iovec){ (void *)&zero_pad, 4 };
+	ret = rdps_sock_sendv(tc->fd, iov, iovcnt, deadline);
+	if (ret)
+		return conn_fail(tc, ret, "sending a push");
+	tc->ring[(tc->ring_head + tc->ring_len) % TCP_PUSH_RING] = (uint32_t)len;
+	tc->ring_len++;
+	tc->inflight += len;
+	return 0;
+}
+
+static int tcp_call(struct rdps_conn *c, uint32_t type, void *reply,
+		    size_t reply_len, int timeout_ms)
+{
+	struct tcp_conn *tc = to_tcp_conn(c);
+	uint64_t deadline = deadline_after(timeout_ms > 0 ? timeout_ms : tc->timeout_ms);
+	struct rdps_wire_hdr h;
+	struct iovec iov[1];
+	char what[64];
+	int ret;
+
+	if ((ret = check_usable(tc)))
+		return ret;
+	if (tc->npend)
+		return -EBUSY;
+	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER &&
+	    type != RDPS_REQ_STATS && type != RDPS_REQ_SHUTDOWN)
+		return -EINVAL;
+	snprintf(what, sizeof(what), "the %s reply", rdps_req_name((int)type));
+	rdps_wire_hdr_init(&h, (uint8_t)type, 0, 0);
+	iov[0] = (struct iovec){ &h, sizeof(h) };
+	ret = rdps_sock_sendv(tc->fd, iov, 1, deadline);
+	if (ret)
+		return conn_fail(tc, ret, what);
+	if (timeout_ms > 0) {
+		int saved = tc->timeout_ms;
+
+		tc->timeout_ms = timeout_ms; /* for the message only */
+		ret = read_reply(tc, (int)type, &h, deadline, what);
+		tc->timeout_ms = saved;
+	} else {
+		ret = read_reply(tc, (int)type, &h, deadline, what);
+	}
+	if (ret)
+		return ret;
+	if (h.len) {
+		if (!reply || h.len != reply_len) {
+			tc->broken = true;
+			snprintf(c->errmsg, sizeof(c->errmsg),
+				 "%s: %s reply of unexpected size %u", c->peer,
+				 rdps_req_name((int)type), h.len);
+			return -EPROTO;
+		}
+		ret = rdps_sock_recv(tc->fd, reply, h.len, deadline);
+		if (ret)
+			return conn_fail(tc, ret, what);
+	}
+	/* A flush also reports a failed earlier push. */
+	if (type == RDPS_REQ_FLUSH)
+		return take_push_err(tc);
+	return 0;
+}
+
+/* ====================================================================== */
+/* Server                                                                 */
+
+struct tcp_sconn {
+	int fd;
+	uint32_t slot, gen;
+	char peer[64];
+	bool hello;
+	bool observer;
+	bool closing;          /* close once tx is drained */
+	bool reading;          /* EPOLLIN armed */
+	bool writing;          /* EPOLLOUT armed */
+	uint32_t client_id, num_clients;
+	uint8_t *rx;           /* frames being received; rx[0] is a frame start */
+	size_t rx_len, rx_cap;
+	uint8_t *tx;           /* replies not yet sent, from tx_off */
+	size_t tx_off, tx_len, tx_cap;
+};
+
+struct tcp_server {
+	struct rdps_tserver base;
+	int lfd, epfd;
+	struct rdps_listen_params p;
+	struct rdps_region regions[RDPS_MAX_TABLES];
+	struct tcp_sconn **conns; /* slot -> connection or NULL */
+	uint32_t nslots;
+	uint32_t next_gen;
+	void *welcome;
+	size_t welcome_len;
+};
+
+static inline struct tcp_server *to_tcp_server(struct rdps_tserver *s)
+{
+	return container_of(s, struct tcp_server, base);
+}
+
+static void stat_bad_frame(struct tcp_server *ts)
+{
+	if (ts->base.stats)
+		ts->base.stats->bad_frames++;
+}
+
+static int sconn_arm(struct tcp_server *ts, struct tcp_sconn *sc, bool rd, bool wr)
+{
+	struct epoll_event ev = { .events = (rd ? EPOLLIN : 0) | (wr ? EPOLLOUT : 0),
+				  .data.u64 = (uint64_t)sc->slot + 1 };
+
+	if (rd == sc->reading && wr == sc->writing)
+		return 0;
+	sc->reading = rd;
+	sc->writing = wr;
+	return epoll_ctl(ts->epfd, EPOLL_CTL_MOD, sc->fd, &ev) ? -errno : 0;
+}
+
+static void sconn_close(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	if (sc->hello) {
+		struct rdps_request req = { .type = RDPS_REQ_BYE,
+					    .client_id = sc->client_id,
+					    .num_clients = sc->num_clients,
+					    .observer = sc->observer,
+					    .peer = sc->peer };
+
+		ts->p.handle(ts->p.ctx, &req);
+	}
+	epoll_ctl(ts->epfd, EPOLL_CTL_DEL, sc->fd, NULL);
+	close(sc->fd);
+	ts->conns[sc->slot] = NULL;
+	free(sc->rx);
+	free(sc->tx);
+	free(sc);
+}
+
+/* Appends a frame, returns a pointer to its payload (len bytes), or NULL. */
+static void *tx_frame(struct tcp_sconn *sc, uint8_t type, int32_t status, uint32_t len)
+{
+	struct rdps_wire_hdr h;
+	void *p;
+
+	if (rdps_reserve((void **)&sc->tx, &sc->tx_cap, sc->tx_len + sizeof(h) + len))
+		return NULL;
+	rdps_wire_hdr_init(&h, type, len, status);
+	memcpy(sc->tx + sc->tx_len, &h, sizeof(h));
+	p = sc->tx + sc->tx_len + sizeof(h);
+	sc->tx_len += sizeof(h) + len;
+	return p;
+}
+
+static int tx_error(struct tcp_sconn *sc, uint8_t type, int status, const char *msg)
+{
+	size_t n = strnlen(msg, RDPS_WIRE_ERRMSG_MAX - 8);
+	size_t padded = RDPS_ALIGN_UP(n ? n : 1, 8);
+	char *p = tx_frame(sc, type | RDPS_WIRE_REPLY, status, (uint32_t)padded);
+
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, padded);
+	memcpy(p, msg, n);
+	return 0;
+}
+
+/* Sends what it can without blocking. */
+static int sconn_flush(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	while (sc->tx_off < sc->tx_len) {
+		ssize_t n = send(sc->fd, sc->tx + sc->tx_off, sc->tx_len - sc->tx_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			return -errno;
+		}
+		sc->tx_off += (size_t)n;
+	}
+	if (sc->tx_off == sc->tx_len)
+		sc->tx_off = sc->tx_len = 0;
+	return sconn_arm(ts, sc, !sc->closing && sc->tx_len - sc->tx_off < TCP_TX_HIGH,
+			 sc->tx_len > sc->tx_off);
+}
+
+static void count_error(struct tcp_server *ts, int type)
+{
+	if (ts->base.stats && type > 0 && type < 16)
+		ts->base.stats->errors[type]++;
+}
+
+/* Logs and answers an error for a request whose framing was intact. */
+static int refuse(struct tcp_server *ts, struct tcp_sconn *sc, int type,
+		  int status, const char *why)
+{
+	rdps_warn("server %u: client %s: %s request refused: %s",
+		  ts->p.server_id, sc->peer, rdps_req_name(type), why);
+	count_error(ts, type);
+	return tx_error(sc, (uint8_t)type, status, why);
+}
+
+static uint64_t make_token(const struct tcp_sconn *sc)
+{
+	return ((uint64_t)sc->gen << 32) | sc->slot;
+}
+
+static int handle_hello(struct tcp_server *ts, struct tcp_sconn *sc,
+			const struct rdps_wire_hdr *h, const uint8_t *payload)
+{
+	struct rdps_wire_hello hello;
+	char why[256] = "";
+	struct rdps_request req = { .type = RDPS_REQ_HELLO, .peer = sc->peer,
+				    .errmsg = why, .errlen = sizeof(why) };
+	void *p;
+	int ret;
+
+	if (sc->hello) {
+		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, "second hello on one connection");
+		sc->closing = true;
+		return 0;
+	}
+	if (h->len != sizeof(hello)) {
+		snprintf(why, sizeof(why), "hello of %u bytes, want %zu", h->len,
+			 sizeof(hello));
+		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, why);
+		sc->closing = true;
+		return 0;
+	}
+	memcpy(&hello, payload, sizeof(hello));
+	if (hello.server_id != ts->p.server_id) {
+		snprintf(why, sizeof(why),
+			 "client expected server %u at this address, this is server %u (ip_configs differ?)",
+			 hello.server_id, ts->p.server_id);
+		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, why);
+		sc->closing = true;
+		return 0;
+	}
+	req.client_id = hello.client_id;
+	req.num_clients = hello.num_clients;
+	req.observer = hello.flags & RDPS_HELLO_OBSERVER;
+	ret = ts->p.handle(ts->p.ctx, &req);
+	if (ret < 0) {
+		refuse(ts, sc, RDPS_REQ_HELLO, ret, why[0] ? why : rdps_strerror(ret));
+		sc->closing = true;
+		return 0;
+	}
+	sc->hello = true;
+	sc->observer = req.observer;
+	sc->client_id = hello.client_id;
+	sc->num_clients = hello.num_clients;
+	p = tx_frame(sc, RDPS_REQ_HELLO | RDPS_WIRE_REPLY, 0, (uint32_t)ts->welcome_len);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, ts->welcome, ts->welcome_len);
+	return 0;
+}
+
+/* One complete frame (header checked). Returns -errno only for fatal
+ * per-connection errors (the connection is then closed). */
+static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
+			const struct rdps_wire_hdr *h, const uint8_t *payload)
+{
+	char why[256] = "";
+	struct rdps_request req = {
+		.type = h->type, .client_id = sc->client_id,
+		.num_clients = sc->num_clients, .observer = sc->observer,
+		.peer = sc->peer, .token = make_token(sc), .errmsg = why, .errlen = sizeof(why),
+	};
+	struct rdps_server_stats st;
+	size_t tx_mark = sc->tx_len;
+	int ret;
+
+	if (h->type == RDPS_REQ_HELLO)
+		return handle_hello(ts, sc, h, payload);
+	if (!sc->hello) {
+		rdps_warn("server %u: client %s: sent a %s before the hello; closing",
+			  ts->p.server_id, sc->peer, rdps_req_name(h->type));
+		stat_bad_frame(ts);
+		return -EPROTO;
+	}
+	switch (h->type) {
+	case RDPS_REQ_PULL:
+	case RDPS_REQ_PUSH: {
+		struct rdps_wire_rows rows;
+		uint32_t len = h->len;
+
+		/* Pushes are padded to 8 bytes; accept exactly that padding. */
+		if (h->type == RDPS_REQ_PUSH && len >= sizeof(rows)) {
+			memcpy(&rows, payload, sizeof(rows));
+			if (rows.table < ts->p.num_regions &&
+			    (rows.n * (uint64_t)ts->regions[rows.table].desc.dim) % 2)
+				len -= 4;
+		}
+		ret = rdps_wire_check_rows(h->type, payload, len, ts->regions,
+					   ts->p.num_regions, why, sizeof(why));
+		if (ret)
+			return refuse(ts, sc, h->type, ret, why);
+		memcpy(&rows, payload, sizeof(rows));
+		req.table = rows.table;
+		req.n = rows.n;
+		req.ids = (const uint64_t *)(payload + sizeof(rows));
+		if (h->type == RDPS_REQ_PUSH) {
+			req.grads = (const float *)(payload + sizeof(rows) + (size_t)rows.n * 8);
+		} else {
+			uint64_t bytes = (uint64_t)rows.n * ts->regions[rows.table].desc.dim * 4;
+
+			if (bytes > RDPS_WIRE_MAX_FRAME) {
+				snprintf(why, sizeof(why),
+					 "pull of %u rows would need a %llu-byte reply, over the limit",
+					 rows.n, (unsigned long long)bytes);
+				return refuse(ts, sc, h->type, -EMSGSIZE, why);
+			}
+			req.rows_out = tx_frame(sc, RDPS_REQ_PULL | RDPS_WIRE_REPLY, 0,
+						(uint32_t)bytes);
+			if (!req.rows_out)
+				return -ENOMEM;
+		}
+		break;
+	}
+	case RDPS_REQ_FLUSH:
+	case RDPS_REQ_BARRIER:
+	case RDPS_REQ_STATS:
+	case RDPS_REQ_SHUTDOWN:
+		if (h->len) {
+			snprintf(why, sizeof(why), "%s request with a %u-byte body",
+				 rdps_req_name(h->type), h->len);
+			return refuse(ts, sc, h->type, -EPROTO, why);
+		}
+		if (h->type == RDPS_REQ_STATS) {
+			req.reply = &st;
+			req.reply_cap = sizeof(st);
+		}
+		break;
+	default:
+		snprintf(why, sizeof(why), "unknown request type %u", h->type);
+		return refuse(ts, sc, h->type, -EOPNOTSUPP, why);
+	}
+
+	ret = ts->p.handle(ts->p.ctx, &req);
+	if (ret == RDPS_REPLY_DEFERRED)
+		return 0;
+	if (ret < 0) {
+		sc->tx_len = tx_mark; /* drop a reserved pull reply */
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", rdps_strerror(ret));
+		return refuse(ts, sc, h->type, ret, why);
+	}
+	if (h->type == RDPS_REQ_PULL)
+		return 0; /* rows already in place */
+	if (h->type == RDPS_REQ_STATS) {
+		void *p = tx_frame(sc, RDPS_REQ_STATS | RDPS_WIRE_REPLY, 0,
+				   (uint32_t)req.reply_len);
+
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, &st, req.reply_len);
+		return 0;
+	}
+	return tx_frame(sc, h->type | RDPS_WIRE_REPLY, 0, 0) ? 0 : -ENOMEM;
+}
+
+/* Parses complete frames from rx. Returns -errno to close the conn. */
+static int sconn_process(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	size_t off = 0;
+	int ret = 0;
+
+	while (sc->rx_len - off >= sizeof(struct rdps_wire_hdr) &&
+	       sc->tx_len - sc->tx_off < TCP_TX_HIGH && !sc->closing) {
+		struct rdps_wire_hdr h;
+		char why[256];
+
+		memcpy(&h, sc->rx + off, sizeof(h));
+		ret = rdps_wire_check_hdr(&h, why, sizeof(why));
+		if (ret) {
+			rdps_warn("server %u: client %s: %s; closing the connection",
+				  ts->p.server_id, sc->peer, why);
+			stat_bad_frame(ts);
+			/* Tell a peer of another version why, then close. */
+			if (ret == -EPROTO && h.magic == RDPS_WIRE_MAGIC)
+				tx_error(sc, h.type, ret, why);
+			sc->closing = true;
+			ret = 0;
+			break;
+		}
+		if (sc->rx_len - off < sizeof(h) + h.len) {
+			/* The frame moves to rx[0] below; make room for it. */
+			if (rdps_reserve((void **)&sc->rx, &sc->rx_cap, sizeof(h) + h.len))
+				ret = -ENOMEM;
+			break;
+		}
+		if (off % 8) {
+			/* Only a misbehaving peer sends frames of odd lengths;
+			 * realign so ids and gradients are read aligned. */
+			memmove(sc->rx, sc->rx + off, sc->rx_len - off);
+			sc->rx_len -= off;
+			off = 0;
+		}
+		ret = handle_frame(ts, sc, &h, sc->rx + off + sizeof(h));
+		if (ret)
+			break;
+		off += sizeof(h) + h.len;
+	}
+	if (off) {
+		memmove(sc->rx, sc->rx + off, sc->rx_len - off);
+		sc->rx_len -= off;
+	}
+	return ret;
+}
+
+static int sconn_read(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	for (int rounds = 0; rounds < 16; rounds++) {
+		ssize_t n;
+		int ret;
+
+		if (rdps_reserve((void **)&sc->rx, &sc->rx_cap, sc->rx_len + TCP_RX_CHUNK))
+			return -ENOMEM;
+		n = recv(sc->fd, sc->rx + sc->rx_len, sc->rx_cap - sc->rx_len, MSG_DONTWAIT);
+		if (n == 0) {
+			if (sc->rx_len)
+				rdps_warn("server %u: client %s disconnected mid-frame (%zu bytes of a frame received)",
+					  ts->p.server_id, sc->peer, sc->rx_len);
+			else
+				rdps_dbg("server %u: client %s disconnected",
+					 ts->p.server_id, sc->peer);
+			return -ECONNRESET;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			rdps_warn("server %u: client %s: %s", ts->p.server_id, sc->peer,
+				  strerror(errno));
+			return -errno;
+		}
+		sc->rx_len += (size_t)n;
+		ret = sconn_process(ts, sc);
+		if (ret)
+			return ret;
+		if (sc->closing || sc->tx_len - sc->tx_off >= TCP_TX_HIGH)
+			return 0;
+	}
+	return 0;
+}
+
+static int tcp_accept(struct tcp_server *ts)
+{
+	for (;;) {
+		struct tcp_sconn *sc;
+		struct epoll_event ev;
+		int fd, one = 1;
+		uint32_t slot;
+
+		fd = accept4(ts->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			if (errno == EMFILE || errno == ENFILE) {
+				rdps_warn("server %u: cannot accept: %s", ts->p.server_id,
+					  strerror(errno));
+				return 0;
+			}
+			return -errno;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		for (slot = 0; slot < ts->nslots && ts->conns[slot]; slot++)
+			;
+		if (slot == ts->nslots) {
+			uint32_t n = ts->nslots ? ts->nslots * 2 : 16;
+			struct tcp_sconn **c = realloc(ts->conns, n * sizeof(*c));
+
+			if (!c) {
+				close(fd);
+				return -ENOMEM;
+			}
+			memset(c + ts->nslots, 0, (n - ts->nslots) * sizeof(*c));
+			ts->conns = c;
+			ts->nslots = n;
+		}
+		sc = calloc(1, sizeof(*sc));
+		if (!sc) {
+			close(fd);
+			return -ENOMEM;
+		}
+		sc->fd = fd;
+		sc->slot = slot;
+		sc->gen = ++ts->next_gen;
+		sc->reading = true;
+		rdps_sock_peer(fd, sc->peer, sizeof(sc->peer));
+		ev.events = EPOLLIN;
+		ev.data.u64 = (uint64_t)slot + 1;
+		if (epoll_ctl(ts->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			free(sc);
+			return -errno;
+		}
+		ts->conns[slot] = sc;
+		if (ts->base.stats)
+			ts->base.stats->connections++;
+		rdps_dbg("server %u: connection from %s", ts->p.server_id, sc->peer);
+	}
+}
+
+static int tcp_listen(const struct rdps_listen_params *p, struct rdps_tserver **out,
+		      char *err, size_t errlen)
+{
+	struct tcp_server *ts;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+	int ret;
+
+	*out = NULL;
+	if (p->num_regions > RDPS_MAX_TABLES || !p->handle)
+		return -EINVAL;
+	ts = calloc(1, sizeof(*ts));
+	if (!ts)
+		return -ENOMEM;
+	ts->base.ops = &tcp_ops;
+	ts->p = *p;
+	memcpy(ts->regions, p->regions, p->num_regions * sizeof(*p->regions));
+	ts->p.regions = ts->regions;
+	for (uint32_t i = 0; i < p->num_regions; i++) {
+		ts->regions[i].desc.remote_addr = 0; /* no one-sided access over TCP */
+		ts->regions[i].desc.rkey = 0;
+	}
+	ts->welcome_len = rdps_wire_welcome_size(p->num_regions);
+	ts->welcome = malloc(ts->welcome_len);
+	if (!ts->welcome) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	rdps_wire_build_welcome(ts->welcome, p->server_id, p->num_servers,
+				ts->regions, p->num_regions);
+	ret = rdps_sock_listen(p->host, p->port, &ts->lfd, err, errlen);
+	if (ret)
+		goto err_free_welcome;
+	ts->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ts->epfd < 0) {
+		ret = -errno;
+		goto err_close_listener;
+	}
+	if (epoll_ctl(ts->epfd, EPOLL_CTL_ADD, ts->lfd, &ev)) {
+		ret = -errno;
+		goto err_close_epoll;
+	}
+	*out = &ts->base;
+	return 0;
+
+err_close_epoll:
+	close(ts->epfd);
+err_close_listener:
+	close(ts->lfd);
+err_free_welcome:
+	free(ts->welcome);
+err_free:
+	free(ts);
+	return ret;
+}
+
+static int tcp_progress(struct rdps_tserver *s, int timeout_ms)
+{
+	struct tcp_server *ts = to_tcp_server(s);
+	struct epoll_event evs[64];
+	int n, ret;
+
+	n = epoll_wait(ts->epfd, evs, 64, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		struct tcp_sconn *sc;
+		uint64_t key = evs[i].data.u64;
+
+		if (key == 0) {
+			ret = tcp_accept(ts);
+			if (ret)
+				return ret;
+			continue;
+		}
+		sc = key - 1 < ts->nslots ? ts->conns[key - 1] : NULL;
+		if (!sc)
+			continue;
+		ret = 0;
+		if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !sc->closing)
+			ret = sconn_read(ts, sc);
+		/* Frames left in rx after a pause resume once tx drains. */
+		if (!ret && sc->rx_len && !sc->closing &&
+		    sc->tx_len - sc->tx_off < TCP_TX_HIGH)
+			ret = sconn_process(ts, sc);
+		if (!ret)
+			ret = sconn_flush(ts, sc);
+		if (ret || (sc->closing && sc->tx_len == sc->tx_off))
+			sconn_close(ts, sc);
+	}
+	return n;
+}
+
+static int tcp_reply(struct rdps_tserver *s, uint64_t token, int status,
+		     const void *payload, size_t len)
+{
+	struct tcp_server *ts = to_tcp_server(s);
+	uint32_t slot = (uint32_t)token, gen = (uint32_t)(token >> 32);
+	struct tcp_sconn *sc = slot < ts->nslots ? ts->conns[slot] : NULL;
+	int ret;
+
+	if (!sc || sc->gen != gen)
+		return -ENOTCONN; /* the client went away meanwhile */
+	/* Only barriers are deferred; an error's payload is its reason. */
+	if (status < 0) {
+		char why[RDPS_WIRE_ERRMSG_MAX];
+
+		snprintf(why, sizeof(why), "%.*s", (int)(payload ? len : 0),
+			 payload ? (const char *)payload : "");
+		ret = tx_error(sc, RDPS_REQ_BARRIER, status,
+			       why[0] ? why : rdps_strerror(status));
+	} else {
+		ret = tx_frame(sc, RDPS_REQ_BARRIER | RDPS_WIRE_REPLY, 0, 0) ? 0 : -ENOMEM;
+	}
+	/* This may run inside the handler of another request of the same
+	 * connection: never close here, let progress() do it. */
+	if (!ret)
+		ret = sconn_flush(ts, sc);
+	if (ret)
+		sc->closing = true;
+	return ret;
+}
+
+static void tcp_destroy(struct rdps_tserver *s, int timeout_ms)
+{
+	struct tcp_server *ts;
+	uint64_t deadline;
+
+	if (!s)
+		return;
+	ts = to_tcp_server(s);
+	deadline = deadline_after(timeout_ms);
+	/* Let queued replies (e.g. the shutdown acknowledgement) go out. */
+	for (;;) {
+		bool pending = false;
+
+		for (uint32_t i = 0; i < ts->nslots; i++) {
+			struct tcp_sconn *sc = ts->conns[i];
+
+			if (sc && sc->tx_len > sc->tx_off) {
+				if (sconn_flush(ts, sc))
+					sconn_close(ts, sc);
+				else
+					pending = true;
+			}
+		}
+		if (!pending || rdps_now_ns() >= deadline)
+			break;
+		usleep(1000);
+	}
+	for (uint32_t i = 0; i < ts->nslots; i++)
+		if (ts->conns[i])
+			sconn_close(ts, ts->conns[i]);
+	free(ts->conns);
+	close(ts->epfd);
+	close(ts->lfd);
+	free(ts->welcome);
+	free(ts);
+}
+
+static const struct rdps_transport_ops tcp_ops = {
+	.name = "tcp",
+	.connect = tcp_connect,
+	.close = tcp_close,
+	.pull_post = tcp_pull_post,
+	.pull_wait = tcp_pull_wait,
+	.push = tcp_push,
+	.call = tcp_call,
+	.listen = tcp_listen,
+	.progress = tcp_progress,
+	.reply = tcp_reply,
+	.destroy = tcp_destroy,
+};
+
+const struct rdps_transport_ops *rdps_transport_tcp(void)
+{
+	return &tcp_ops;
+}

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rdps/common.h"
+#include "wire.h"
+
+const char *rdps_req_name(int type)
+{
+	static const char *const names[RDPS_REQ_MAX] = {
+		[RDPS_REQ_HELLO] = "hello",	[RDPS_REQ_PULL] = "pull",
+		[RDPS_REQ_PUSH] = "push",	[RDPS_REQ_FLUSH] = "flush",
+		[RDPS_REQ_BARRIER] = "barrier", [RDPS_REQ_STATS] = "stats",
+		[RDPS_REQ_SHUTDOWN] = "shutdown", [RDPS_REQ_BYE] = "bye",
+	};
+
+	if (type <= 0 || type >= RDPS_REQ_MAX || !names[type])
+		return "unknown";
+	return names[type];
+}
+
+int rdps_wire_check_hdr(const struct rdps_wire_hdr *h, char *why, size_t whylen)
+{
+	if (h->magic != RDPS_WIRE_MAGIC) {
+		snprintf(why, whylen, "bad frame magic 0x%08x (not an rdps peer?)",
+			 h->magic);
+		return -EPROTO;
+	}
+	if (h->version != RDPS_WIRE_VERSION) {
+		snprintf(why, whylen,
+			 "protocol version %u not supported (this side speaks %u)",
+			 h->version, RDPS_WIRE_VERSION);
+		return -EPROTO;
+	}
+	if (h->len > RDPS_WIRE_MAX_FRAME) {
+		snprintf(why, whylen, "frame length %u over the limit of %u bytes",
+			 h->len, RDPS_WIRE_MAX_FRAME);
+		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+int rdps_wire_check_rows(int type, const void *payload, uint32_t len,
+			 const struct rdps_region *regions, uint32_t nregions,
+			 char *why, size_t whylen)
+{
+	struct rdps_wire_rows rows;
+	uint64_t want;
+
+	if (len < sizeof(rows)) {
+		snprintf(why, whylen, "%s request of %u bytes is shorter than its header",
+			 rdps_req_name(type), len);
+		return -EPROTO;
+	}
+	memcpy(&rows, payload, sizeof(rows));
+	if (rows.table >= nregions) {
+		snprintf(why, whylen, "unknown table %u (server has %u)", rows.table,
+			 nregions);
+		return -ENOENT;
+	}
+	want = sizeof(rows) + (uint64_t)rows.n * 8;
+	if (type == RDPS_REQ_PUSH)
+		want += (uint64_t)rows.n * regions[rows.table].desc.dim * 4;
+	if (want != len) {
+		snprintf(why, whylen,
+			 "%s of %u rows of table '%s' should be %llu bytes, got %u",
+			 rdps_req_name(type), rows.n, regions[rows.table].desc.name,
+			 (unsigned long long)want, len);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+size_t rdps_wire_welcome_size(uint32_t nregions)
+{
+	return sizeof(struct rdps_wire_welcome) +
+	       (size_t)nregions * sizeof(struct rdps_table_desc);
+}
+
+void rdps_wire_build_welcome(void *buf, uint32_t server_id,
+			     uint32_t num_servers,
+			     const struct rdps_region *regions, uint32_t n)
+{
+	struct rdps_wire_welcome w = {
+		.server_id = server_id,
+		.num_servers = num_servers,
+		.num_tables = n,
+	};
+	char *p = buf;
+
+	memcpy(p, &w, sizeof(w));
+	p += sizeof(w);
+	for (uint32_t i = 0; i < n; i++, p += sizeof(struct rdps_table_desc))
+		memcpy(p, &regions[i].desc, sizeof(struct rdps_table_desc));
+}
+
+int rdps_wire_parse_welcome(const void *payload, uint32_t len,
+			    uint32_t expect_server, struct rdps_conn *c,
+			    char *why, size_t whylen)
+{
+	struct rdps_wire_welcome w;
+
+	if (len < sizeof(w)) {
+		snprintf(why, whylen, "welcome of %u bytes is too short", len);
+		return -EPROTO;
+	}
+	memcpy(&w, payload, sizeof(w));
+	if (w.num_tables > RDPS_MAX_TABLES ||
+	    len != rdps_wire_welcome_size(w.num_tables)) {
+		snprintf(why, whylen, "welcome lists %u tables in %u bytes",
+			 w.num_tables, len);
+		return -EPROTO;
+	}
+	if (w.server_id != expect_server) {
+		snprintf(why, whylen,
+			 "the server at this address is server %u, but the ip_config says server %u",
+			 w.server_id, expect_server);
+		return -EPROTO;
+	}
+	c->server_id = w.server_id;
+	c->num_servers = w.num_servers;
+	c->num_tables = w.num_tables;
+	memcpy(c->tables, (const char *)payload + sizeof(w),
+	       w.num_tables * sizeof(struct rdps_table_desc));
+	for (uint32_t i = 0; i < w.num_tables; i++) {
+		struct rdps_table_desc *t = &c->tables[i];
+
+		t->name[RDPS_TABLE_NAME_MAX - 1] = '\0';
+		if (t->table_id != i || t->dim == 0 || t->dim > RDPS_MAX_DIM ||
+		    t->lo > t->hi || t->hi > t->num_rows ||
+		    t->stride < rdps_row_stride(t->dim)) {
+			snprintf(why, whylen, "welcome has a malformed table %u ('%s')",
+				 i, t->name);
+			return -EPROTO;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* The rdps wire format (shared by every stream-based backend and by the
+ * handshake of RDMA backends). Little-endian, fixed-width, read in place. */
+#ifndef RDPS_TRANSPORT_WIRE_H
+#define RDPS_TRANSPORT_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdps/transport.h"
+
+#define RDPS_WIRE_MAGIC 0x53504452u /* "RDPS" */
+#define RDPS_WIRE_VERSION 1
+#define RDPS_WIRE_MAX_FRAME (64u << 20) /* payload bytes */
+#define RDPS_WIRE_REPLY 0x80            /* type bit of replies */
+#define RDPS_WIRE_ERRMSG_MAX 400
+
+/* Every frame: header, then len payload bytes. Replies carry the request
+ * type | RDPS_WIRE_REPLY and status 0 or -errno (then the payload is the
+ * reason, text without NUL). */
+struct rdps_wire_hdr {
+	uint32_t magic;
+	uint8_t version;
+	uint8_t type;
+	uint16_t flags;
+	uint32_t len;
+	int32_t status;
+};
+_Static_assert(sizeof(struct rdps_wire_hdr) == 16, "wire layout");
+
+/* Pull and push payloads start with this; then n u64 ids; push then has
+ * n * dim f32 gradients. */
+struct rdps_wire_rows {
+	uint32_t table;
+	uint32_t n;
+};
+_Static_assert(sizeof(struct rdps_wire_rows) == 8, "wire layout");
+
+struct rdps_wire_hello {
+	uint32_t client_id;
+	uint32_t num_clients;
+	uint32_t server_id;  /* the server the client believes it reached */
+	uint32_t flags;      /* RDPS_HELLO_* */
+	uint64_t reserved;
+};
+#define RDPS_HELLO_OBSERVER 0x1u /* not a client of the job */
+_Static_assert(sizeof(struct rdps_wire_hello) == 24, "wire layout");
+
+struct rdps_wire_welcome {
+	uint32_t server_id;
+	uint32_t num_servers;
+	uint32_t num_tables;
+	uint32_t reserved;
+	/* then num_tables struct rdps_table_desc */
+};
+_Static_assert(sizeof(struct rdps_wire_welcome) == 16, "wire layout");
+
+/* Payload of a push reply: how many request bytes it acknowledges. */
+struct rdps_wire_ack {
+	uint32_t bytes;
+	uint32_t reserved;
+};
+
+static inline void rdps_wire_hdr_init(struct rdps_wire_hdr *h, uint8_t type,
+				      uint32_t len, int32_t status)
+{
+	h->magic = RDPS_WIRE_MAGIC;
+	h->version = RDPS_WIRE_VERSION;
+	h->type = type;
+	h->flags = 0;
+	h->len = len;
+	h->status = status;
+}
+
+/* Checks magic, version and length of a received header. Returns 0, or
+ * -EPROTO/-EMSGSIZE with a reason in why. */
+int rdps_wire_check_hdr(const struct rdps_wire_hdr *h, char *why, size_t whylen);
+
+/* Validates the body of a pull/push request against the exposed regions:
+ * table index, n, exact length. Returns 0 or -errno with a reason. */
+int rdps_wire_check_rows(int type, const void *payload, uint32_t len,
+			 const struct rdps_region *regions, uint32_t nregions,
+			 char *why, size_t whylen);
+
+/* Validates a welcome (from a server) and copies its tables into c.
+ * Checks every table's shape; returns 0 or -EPROTO with a reason. */
+int rdps_wire_parse_welcome(const void *payload, uint32_t len,
+			    uint32_t expect_server, struct rdps_conn *c,
+			    char *why, size_t whylen);
+
+/* Size of the welcome for n regions, and the encoder. */
+size_t rdps_wire_welcome_size(uint32_t nregions);
+void rdps_wire_build_welcome(void *buf, uint32_t server_id,
+			     uint32_t num_servers,
+			     const struct rdps_region *regions, uint32_t n);
+
+#endif
