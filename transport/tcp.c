@@ -19,6 +19,7 @@
 #include "rdps/common.h"
 #include "rdps/transport.h"
 #include "sock.h"
+#include "tcp.h"
 #include "wire.h"
 
 #define TCP_MAX_PENDING_PULLS 64
@@ -886,8 +887,8 @@ static int tcp_accept(struct tcp_server *ts)
 	}
 }
 
-static int tcp_listen(const struct rdps_listen_params *p, struct rdps_tserver **out,
-		      char *err, size_t errlen)
+static int listen_common(const struct rdps_listen_params *p, struct rdps_tserver **out,
+			 char *err, size_t errlen, bool exposed)
 {
 	struct tcp_server *ts;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
@@ -903,7 +904,7 @@ static int tcp_listen(const struct rdps_listen_params *p, struct rdps_tserver **
 	ts->p = *p;
 	memcpy(ts->regions, p->regions, p->num_regions * sizeof(*p->regions));
 	ts->p.regions = ts->regions;
-	for (uint32_t i = 0; i < p->num_regions; i++) {
+	for (uint32_t i = 0; !exposed && i < p->num_regions; i++) {
 		ts->regions[i].desc.remote_addr = 0; /* no one-sided access over TCP */
 		ts->regions[i].desc.rkey = 0;
 	}
@@ -939,6 +940,23 @@ err_free_welcome:
 err_free:
 	free(ts);
 	return ret;
+}
+
+static int tcp_listen(const struct rdps_listen_params *p, struct rdps_tserver **out,
+		      char *err, size_t errlen)
+{
+	return listen_common(p, out, err, errlen, false);
+}
+
+int rdps_tcp_listen_exposed(const struct rdps_listen_params *p,
+			    struct rdps_tserver **out, char *err, size_t errlen)
+{
+	return listen_common(p, out, err, errlen, true);
+}
+
+int rdps_tcp_server_fd(struct rdps_tserver *s)
+{
+	return to_tcp_server(s)->epfd;
 }
 
 static int tcp_progress(struct rdps_tserver *s, int timeout_ms)

@@ -8,11 +8,14 @@
 
 const struct rdps_transport_ops *rdps_transport_tcp(void);
 const struct rdps_transport_ops *rdps_transport_inproc(void);
+const struct rdps_transport_ops *rdps_transport_verbs(void);
+int rdps_verbs_route_device(const char *host, uint16_t port, char *name, size_t namelen);
 
 typedef const struct rdps_transport_ops *(*backend_fn)(void);
 
 static const backend_fn backends[] = {
 	rdps_transport_tcp,
+	rdps_transport_verbs,
 	rdps_transport_inproc,
 };
 
@@ -29,7 +32,7 @@ const struct rdps_transport_ops *rdps_transport_find(const char *name)
 
 const char *rdps_transport_names(void)
 {
-	return "tcp, inproc";
+	return "tcp, verbs, inproc";
 }
 
 /* Counts RDMA devices the kernel exposes. */
@@ -60,17 +63,21 @@ const struct rdps_transport_ops *rdps_transport_select(const char *name,
 		whylen = sizeof(tmp);
 	}
 	if (!name || !strcmp(name, "auto")) {
-		int ndev = count_rdma_devices();
+		char dev[64];
 
-		ops = rdps_transport_find("verbs");
-		if (!ndev || !ops) {
-			snprintf(why, whylen, "transport: tcp to %s (%s)", host,
-				 !ndev ? "no RDMA device on this host"
-				       : "this build has no verbs backend");
+		if (!count_rdma_devices()) {
+			snprintf(why, whylen, "transport: tcp to %s (no RDMA device on this host)", host);
 			return rdps_transport_find("tcp");
 		}
-		snprintf(why, whylen, "transport: verbs to %s (%d RDMA device(s))", host, ndev);
-		return ops;
+		/* A device must serve the route to this very address. */
+		if (rdps_verbs_route_device(host, 0, dev, sizeof(dev))) {
+			snprintf(why, whylen, "transport: tcp to %s (no RDMA device serves the route to it)",
+				 host);
+			return rdps_transport_find("tcp");
+		}
+		snprintf(why, whylen, "transport: verbs to %s (RDMA device %s serves the route)", host,
+			 dev);
+		return rdps_transport_find("verbs");
 	}
 	ops = rdps_transport_find(name);
 	if (!ops) {

@@ -8,6 +8,7 @@
  * float sums are exact in any order). One suite, parametrised over
  * transports: RDPS_TEST_TRANSPORTS (default "tcp,inproc"); tcp runs servers
  * and clients as separate processes, inproc as threads of one process.
+ * RDPS_TEST_HOST sets the servers' address (default 127.0.0.1).
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -202,6 +203,7 @@ out:
 
 static void setup_cluster(struct cluster *cl, const char *transport)
 {
+	const char *host = getenv("RDPS_TEST_HOST"); /* rdma_cm needs a device address */
 	char text[128];
 	int base = rdps_test_free_ports(NUM_SERVERS);
 
@@ -209,7 +211,8 @@ static void setup_cluster(struct cluster *cl, const char *transport)
 	cl->transport = transport;
 	cl->dir = rdps_test_tmpdir("cluster");
 	cr_assert(cl->dir);
-	snprintf(text, sizeof(text), "# test job\n127.0.0.1 %d %d\n", base, NUM_SERVERS);
+	snprintf(text, sizeof(text), "# test job\n%s %d %d\n", host && *host ? host : "127.0.0.1",
+		 base, NUM_SERVERS);
 	cl->ipc = rdps_test_write(cl->dir, "ip_config.txt", text);
 }
 

@@ -1,0 +1,18 @@
+# Soft-RoCE tests: real verbs/rdma_cm programs in qemu guests running Debian's
+# kernel with rdma_rxe (this host's kernel has no RDMA stack). Included from
+# tests/CMakeLists.txt. See tests/softroce/README.md.
+set(RDPS_SOFTROCE_DIR ${CMAKE_SOURCE_DIR}/tests/softroce)
+
+add_test(NAME softroce/smoke
+  COMMAND bash ${RDPS_SOFTROCE_DIR}/smoke.sh ${CMAKE_BINARY_DIR}/softroce/smoke
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(softroce/smoke PROPERTIES
+  LABELS softroce
+  # The harness kills its guests at 75 s; this is only the last line of defence.
+  TIMEOUT 120
+  # guest.sh exits 77 when qemu, the kernel image or busybox-static is missing.
+  SKIP_RETURN_CODE 77
+  # Two TCG guests use both cores of a 2-core host; do not overlap other tests.
+  PROCESSORS 2
+  # The initramfs is built once per kernel and reused by every softroce test.
+  ENVIRONMENT "RDPS_SOFTROCE_CACHE=${CMAKE_BINARY_DIR}/softroce-cache")

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal: the TCP backend as a building block for RDMA backends, which
+ * run their handshake and control requests over it. */
+#ifndef RDPS_TRANSPORT_TCP_H
+#define RDPS_TRANSPORT_TCP_H
+
+#include "rdps/transport.h"
+
+const struct rdps_transport_ops *rdps_transport_tcp(void);
+
+/* Like tcp's listen(), but the welcome keeps the regions' remote_addr and
+ * rkey as given (filled in by the RDMA backend). */
+int rdps_tcp_listen_exposed(const struct rdps_listen_params *p,
+			    struct rdps_tserver **out, char *err, size_t errlen);
+
+/* The epoll descriptor a caller may poll before calling progress(0). */
+int rdps_tcp_server_fd(struct rdps_tserver *s);
+
+#endif
