@@ -258,6 +258,11 @@ static void tcp_close(struct rdps_conn *c)
 	free(tc);
 }
 
+int rdps_tcp_conn_fd(struct rdps_conn *c)
+{
+	return to_tcp_conn(c)->fd;
+}
+
 static int check_usable(struct tcp_conn *tc)
 {
 	if (tc->broken)

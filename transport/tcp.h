@@ -16,4 +16,7 @@ int rdps_tcp_listen_exposed(const struct rdps_listen_params *p,
 /* The epoll descriptor a caller may poll before calling progress(0). */
 int rdps_tcp_server_fd(struct rdps_tserver *s);
 
+/* The socket of a client connection (to watch for a dead server). */
+int rdps_tcp_conn_fd(struct rdps_conn *c);
+
 #endif

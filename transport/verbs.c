@@ -303,6 +303,18 @@ static int poll_until(struct verbs_conn *vc, bool (*done)(struct verbs_conn *),
 			continue;
 		/* Spin for latency; look at the clock only now and then. */
 		if (++idle % 4096 == 0) {
+			/* Outside a control call the server never writes to the
+			 * control connection: readable means closed, i.e. dead. */
+			struct pollfd pfd = { .fd = rdps_tcp_conn_fd(vc->ctl), .events = POLLIN };
+
+			if (poll(&pfd, 1, 0) > 0) {
+				char why[160];
+
+				snprintf(why, sizeof(why),
+					 "the server closed its control connection (it died?) while waiting for %s",
+					 what);
+				return vc_fail(vc, -ECONNRESET, "%s", why);
+			}
 			if (rdps_now_ns() >= deadline) {
 				char why[160];
 

@@ -8,7 +8,10 @@
  * float sums are exact in any order). One suite, parametrised over
  * transports: RDPS_TEST_TRANSPORTS (default "tcp,inproc"); tcp runs servers
  * and clients as separate processes, inproc as threads of one process.
- * RDPS_TEST_HOST sets the servers' address (default 127.0.0.1).
+ * RDPS_TEST_HOST sets the servers' address (default 127.0.0.1). With
+ * RDPS_TEST_REMOTE_PORT the servers already run elsewhere (another host) at
+ * that base port, started with the arguments of server_args(); only the
+ * clients run here, and client 0 shuts the servers down.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -204,8 +207,9 @@ out:
 static void setup_cluster(struct cluster *cl, const char *transport)
 {
 	const char *host = getenv("RDPS_TEST_HOST"); /* rdma_cm needs a device address */
+	const char *remote = getenv("RDPS_TEST_REMOTE_PORT");
 	char text[128];
-	int base = rdps_test_free_ports(NUM_SERVERS);
+	int base = remote && *remote ? atoi(remote) : rdps_test_free_ports(NUM_SERVERS);
 
 	cr_assert_gt(base, 0);
 	cl->transport = transport;
@@ -222,6 +226,8 @@ static void run_processes(struct cluster *cl)
 	pid_t servers[NUM_SERVERS], clients[NUM_CLIENTS];
 	char logs[NUM_SERVERS][512];
 
+	const char *remote = getenv("RDPS_TEST_REMOTE_PORT");
+
 	/* Clients first: they must wait for servers that are still starting. */
 	for (uint32_t k = 0; k < NUM_CLIENTS; k++) {
 		clients[k] = fork();
@@ -235,7 +241,7 @@ static void run_processes(struct cluster *cl)
 			_exit(ret ? 1 : 0);
 		}
 	}
-	for (int s = 0; s < NUM_SERVERS; s++) {
+	for (int s = 0; s < NUM_SERVERS && !(remote && *remote); s++) {
 		char sid[16];
 		char ent[64], rel[64];
 		char *argv[] = { RDPS_BIN, "server", "--ip_config", cl->ipc, "--server_id", sid,
@@ -255,7 +261,7 @@ static void run_processes(struct cluster *cl)
 		cr_assert_eq(rdps_test_wait(clients[k], 90000, &st), 0, "client %u hung", k);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %u failed", k);
 	}
-	for (int s = 0; s < NUM_SERVERS; s++) {
+	for (int s = 0; s < NUM_SERVERS && !(remote && *remote); s++) {
 		int st;
 		char *log;
 

@@ -16,3 +16,19 @@ set_tests_properties(softroce/smoke PROPERTIES
   PROCESSORS 2
   # The initramfs is built once per kernel and reused by every softroce test.
   ENVIRONMENT "RDPS_SOFTROCE_CACHE=${CMAKE_BINARY_DIR}/softroce-cache")
+
+# The verbs suite: a Criterion program run inside the guests by verbs.sh
+# (not registered on its own: this host has no RDMA device).
+add_executable(softroce_guest_verbs ${RDPS_SOFTROCE_DIR}/guest_verbs.c)
+target_link_libraries(softroce_guest_verbs PRIVATE rdps_all rdps_test_support)
+add_dependencies(softroce_guest_verbs rdps integration_test_cluster)
+
+add_test(NAME softroce/verbs
+  COMMAND bash ${RDPS_SOFTROCE_DIR}/verbs.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/softroce/verbs
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(softroce/verbs PROPERTIES
+  LABELS softroce
+  TIMEOUT 900
+  SKIP_RETURN_CODE 77
+  PROCESSORS 2
+  ENVIRONMENT "RDPS_SOFTROCE_CACHE=${CMAKE_BINARY_DIR}/softroce-cache")

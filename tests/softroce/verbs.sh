@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# ctest softroce/verbs: the verbs test suite on real soft-RoCE, in qemu guests.
+#   verbs.sh BUILD_DIR OUT_DIR
+# 1. One guest: the verbs-only suite (guest_verbs.c) and the integration
+#    suite over verbs, servers and clients on the guest's rxe address.
+# 2. Two guests as two hosts: 2 servers in guest a, the integration suite's
+#    3 clients in guest b (RDPS_TEST_REMOTE_PORT), over verbs.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BUILD=$(cd "${1:?build dir}" && pwd)
+OUT=${2:?out dir}
+mkdir -p "$OUT"
+rc=0
+
+cat >"$OUT/single.sh" <<SCRIPT
+#!/usr/bin/env bash
+set -euo pipefail
+cd "$BUILD"
+export RDPS_TEST_HOST=\$RDPS_GUEST_ADDR
+echo "== verbs-only suite"
+tests/softroce_guest_verbs --jobs 1 --verbose
+echo "== integration suite over verbs (one host)"
+RDPS_TEST_TRANSPORTS=verbs tests/integration_test_cluster --jobs 1 --verbose
+SCRIPT
+bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 420 || rc=1
+grep -hE "Synthesis|\[FAIL\]|Assertion|rows re-read|dead server" "$OUT/single/a.log" || true
+
+# Must match the arguments test_cluster.c gives its own servers.
+PORT=$((30000 + RANDOM % 20000))
+cat >"$OUT/servers.sh" <<SCRIPT
+#!/usr/bin/env bash
+set -euo pipefail
+args=(--ip_config \$RDPS_RESULTS/ip_config.txt --transport verbs --table entity:997:13
+      --table relation:13:8 --optimizer sgd --lr 1 --init zeros)
+echo "\$RDPS_GUEST_ADDR $PORT 2" >\$RDPS_RESULTS/ip_config.txt
+timeout 300 "$BUILD/rdps" server --server_id 0 "\${args[@]}" & s0=\$!
+timeout 300 "$BUILD/rdps" server --server_id 1 "\${args[@]}" & s1=\$!
+# Client 0 on the other host shuts both down when the suite is done.
+wait \$s0
+wait \$s1
+SCRIPT
+cat >"$OUT/clients.sh" <<SCRIPT
+#!/usr/bin/env bash
+set -euo pipefail
+cd "$BUILD"
+echo "== integration suite over verbs, servers on \$RDPS_PEER_ADDR"
+RDPS_TEST_HOST=\$RDPS_PEER_ADDR RDPS_TEST_REMOTE_PORT=$PORT RDPS_TEST_TRANSPORTS=verbs \
+	tests/integration_test_cluster --jobs 1 --verbose
+SCRIPT
+bash "$HERE/guest.sh" pair --script-a "$OUT/servers.sh" --script-b "$OUT/clients.sh" \
+	--out "$OUT/pair" --timeout 360 || rc=1
+grep -hE "Synthesis|\[FAIL\]|Assertion" "$OUT/pair/b.log" || true
+grep -h "solved message count" "$OUT/pair/a.log" || true
+exit "$rc"
