@@ -426,7 +426,7 @@ int rdps_client_flush(struct rdps_client *c)
 	int first = 0;
 
 	for (uint32_t s = 0; s < c->num_servers; s++) {
-		int ret = c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, 0);
+		int ret = c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0);
 
 		if (ret && !first)
 			first = conn_fail(c, ret, s);
@@ -440,9 +440,24 @@ int rdps_client_barrier(struct rdps_client *c)
 
 	if (ret)
 		return ret;
-	ret = c->ops->call(c->conns[0], RDPS_REQ_BARRIER, NULL, 0, c->barrier_timeout_ms);
+	ret = c->ops->call(c->conns[0], RDPS_REQ_BARRIER, NULL, 0, NULL, 0, c->barrier_timeout_ms);
 	if (ret)
 		return conn_fail(c, ret, 0);
+	return 0;
+}
+
+int rdps_client_allreduce(struct rdps_client *c, double *v, size_t n)
+{
+	double sum[RDPS_ALLREDUCE_MAX];
+	int ret;
+
+	if (!n || n > RDPS_ALLREDUCE_MAX)
+		return -EINVAL;
+	ret = c->ops->call(c->conns[0], RDPS_REQ_ALLREDUCE, v, n * sizeof(double), sum,
+			   n * sizeof(double), c->barrier_timeout_ms);
+	if (ret)
+		return conn_fail(c, ret, 0);
+	memcpy(v, sum, n * sizeof(double));
 	return 0;
 }
 
@@ -453,7 +468,7 @@ int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
 
 	if (server >= c->num_servers)
 		return fail(c, -EINVAL, "no such server%s", "");
-	ret = c->ops->call(c->conns[server], RDPS_REQ_STATS, out, sizeof(*out), 0);
+	ret = c->ops->call(c->conns[server], RDPS_REQ_STATS, NULL, 0, out, sizeof(*out), 0);
 	return ret ? conn_fail(c, ret, server) : 0;
 }
 
@@ -463,7 +478,7 @@ int rdps_client_shutdown_servers(struct rdps_client *c)
 	int first = c->observer ? 0 : rdps_client_flush(c);
 
 	for (uint32_t s = 0; s < c->num_servers; s++) {
-		int ret = c->ops->call(c->conns[s], RDPS_REQ_SHUTDOWN, NULL, 0, 0);
+		int ret = c->ops->call(c->conns[s], RDPS_REQ_SHUTDOWN, NULL, 0, NULL, 0, 0);
 
 		if (ret && !first)
 			first = conn_fail(c, ret, s);

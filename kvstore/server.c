@@ -21,8 +21,13 @@ struct rdps_server {
 	uint32_t connected;       /* clients with an open connection */
 	uint32_t departed;        /* clients that left this job */
 	uint8_t *client_state;    /* per client id: CLIENT_* */
+	/* The collective in progress (barrier or allreduce): every client of
+	 * the job must enter it before any is answered. */
 	uint64_t *barrier_tokens; /* per client id, valid if arrived */
 	uint32_t barrier_arrived;
+	uint32_t coll_type;       /* RDPS_REQ_BARRIER or RDPS_REQ_ALLREDUCE */
+	uint32_t coll_len;        /* allreduce: doubles per vector */
+	double *coll_vec;         /* allreduce: num_clients x RDPS_ALLREDUCE_MAX */
 };
 
 enum { CLIENT_NONE = 0, CLIENT_CONNECTED = 1, CLIENT_IN_BARRIER = 2, CLIENT_LEFT = 4 };
@@ -31,8 +36,10 @@ static void job_reset(struct rdps_server *s)
 {
 	free(s->client_state);
 	free(s->barrier_tokens);
+	free(s->coll_vec);
 	s->client_state = NULL;
 	s->barrier_tokens = NULL;
+	s->coll_vec = NULL;
 	s->num_clients = s->connected = s->departed = s->barrier_arrived = 0;
 }
 
@@ -42,7 +49,7 @@ static void barrier_fail_all(struct rdps_server *s, int status, const char *why)
 		if (!(s->client_state[i] & CLIENT_IN_BARRIER))
 			continue;
 		s->client_state[i] &= (uint8_t)~CLIENT_IN_BARRIER;
-		s->ops->reply(s->ts, s->barrier_tokens[i], status, why, strlen(why));
+		s->ops->reply(s->ts, s->barrier_tokens[i], s->coll_type, status, why, strlen(why));
 	}
 	s->barrier_arrived = 0;
 }
@@ -57,7 +64,8 @@ static int handle_hello(struct rdps_server *s, struct rdps_request *req)
 	if (!s->num_clients) {
 		s->client_state = calloc(req->num_clients, 1);
 		s->barrier_tokens = calloc(req->num_clients, sizeof(uint64_t));
-		if (!s->client_state || !s->barrier_tokens) {
+		s->coll_vec = calloc((size_t)req->num_clients * RDPS_ALLREDUCE_MAX, sizeof(double));
+		if (!s->client_state || !s->barrier_tokens || !s->coll_vec) {
 			job_reset(s);
 			return -ENOMEM;
 		}
@@ -106,27 +114,52 @@ static void handle_bye(struct rdps_server *s, struct rdps_request *req)
 	}
 }
 
-static int handle_barrier(struct rdps_server *s, struct rdps_request *req)
+/* Barrier and allreduce: answered once every client of the job entered. */
+static int handle_collective(struct rdps_server *s, struct rdps_request *req)
 {
 	uint8_t *st = &s->client_state[req->client_id];
+	uint32_t len = (uint32_t)(req->payload_len / sizeof(double));
+	double sum[RDPS_ALLREDUCE_MAX];
 
 	if (*st & CLIENT_IN_BARRIER) {
-		snprintf(req->errmsg, req->errlen, "client %u entered the barrier twice",
-			 req->client_id);
+		snprintf(req->errmsg, req->errlen, "client %u entered a %s twice", req->client_id,
+			 rdps_req_name((int)s->coll_type));
 		return -EINVAL;
 	}
 	if (s->departed) {
 		snprintf(req->errmsg, req->errlen,
-			 "%u client(s) left the job; the barrier cannot complete", s->departed);
+			 "%u client(s) left the job; the %s cannot complete", s->departed,
+			 rdps_req_name((int)req->type));
 		return -ECONNABORTED;
 	}
+	if (s->barrier_arrived && (req->type != s->coll_type ||
+				   (req->type == RDPS_REQ_ALLREDUCE && len != s->coll_len))) {
+		snprintf(req->errmsg, req->errlen,
+			 "client %u entered a %s of %u values while others are in a %s of %u",
+			 req->client_id, rdps_req_name((int)req->type), len,
+			 rdps_req_name((int)s->coll_type), s->coll_len);
+		return -EINVAL;
+	}
+	if (!s->barrier_arrived) {
+		s->coll_type = req->type;
+		s->coll_len = len;
+	}
+	if (len)
+		memcpy(s->coll_vec + (size_t)req->client_id * RDPS_ALLREDUCE_MAX, req->payload,
+		       len * sizeof(double));
 	*st |= CLIENT_IN_BARRIER;
 	s->barrier_tokens[req->client_id] = req->token;
 	if (++s->barrier_arrived < s->num_clients)
 		return RDPS_REPLY_DEFERRED;
+	/* Summed in client order: every client gets the same bits. */
+	memset(sum, 0, sizeof(sum));
+	for (uint32_t i = 0; i < s->num_clients; i++)
+		for (uint32_t j = 0; j < s->coll_len; j++)
+			sum[j] += s->coll_vec[(size_t)i * RDPS_ALLREDUCE_MAX + j];
 	for (uint32_t i = 0; i < s->num_clients; i++) {
 		s->client_state[i] &= (uint8_t)~CLIENT_IN_BARRIER;
-		s->ops->reply(s->ts, s->barrier_tokens[i], 0, NULL, 0);
+		s->ops->reply(s->ts, s->barrier_tokens[i], s->coll_type, 0, sum,
+			      s->coll_len * sizeof(double));
 	}
 	s->barrier_arrived = 0;
 	return RDPS_REPLY_DEFERRED;
@@ -204,7 +237,8 @@ static int handle(void *ctx, struct rdps_request *req)
 		 * push is applied by now. */
 		break;
 	case RDPS_REQ_BARRIER:
-		ret = handle_barrier(s, req);
+	case RDPS_REQ_ALLREDUCE:
+		ret = handle_collective(s, req);
 		break;
 	case RDPS_REQ_STATS:
 		if (req->reply_cap < sizeof(s->stats))

@@ -10,6 +10,8 @@ static const struct rdps_command commands[] = {
 	{ "server", rdps_cmd_server, "run one parameter server of a job" },
 	{ "stats", rdps_cmd_stats, "print the request counters of running servers" },
 	{ "shutdown", rdps_cmd_shutdown, "ask every server of an ip_config to exit" },
+	{ "dataset", rdps_cmd_dataset, "build, import or check a knowledge-graph dataset" },
+	{ "partition", rdps_cmd_partition, "split a dataset into k parts (METIS or random)" },
 };
 
 static void usage(FILE *f)

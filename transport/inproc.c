@@ -24,6 +24,8 @@ struct inproc_waiter {
 	bool done;
 	int status;
 	char msg[256];
+	void *reply;         /* the request's reply buffer */
+	size_t reply_cap, reply_len;
 	struct inproc_waiter *next;
 };
 
@@ -132,6 +134,8 @@ static int call_handler(struct inproc_conn *ic, struct rdps_request *req, int ti
 	req->observer = ic->observer;
 	req->peer = "inproc";
 	req->token = w.token = ++is->next_token;
+	w.reply = req->reply;
+	w.reply_cap = req->reply_cap;
 	/* Registered before the call: the core may complete it from inside. */
 	w.next = is->waiters;
 	is->waiters = &w;
@@ -144,6 +148,7 @@ static int call_handler(struct inproc_conn *ic, struct rdps_request *req, int ti
 		}
 		if (w.done) {
 			ret = w.status;
+			req->reply_len = w.reply_len;
 			if (ret < 0)
 				snprintf(req->errmsg, req->errlen, "%s", w.msg);
 		} else {
@@ -309,23 +314,26 @@ static int inproc_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 	return rows_request(to_inproc_conn(c), RDPS_REQ_PUSH, table, ids, n, grads, NULL);
 }
 
-static int inproc_call(struct rdps_conn *c, uint32_t type, void *reply,
-		       size_t reply_len, int timeout_ms)
+static int inproc_call(struct rdps_conn *c, uint32_t type, const void *rq, size_t rq_len,
+		       void *reply, size_t reply_len, int timeout_ms)
 {
 	struct inproc_conn *ic = to_inproc_conn(c);
 	char why[256] = "";
 	struct rdps_request req = { .type = type, .reply = reply, .reply_cap = reply_len,
+				    .payload = rq, .payload_len = rq_len,
 				    .errmsg = why, .errlen = sizeof(why) };
 	int ret;
 
-	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER &&
-	    type != RDPS_REQ_STATS && type != RDPS_REQ_SHUTDOWN)
+	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
+	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE)
+		return -EINVAL;
+	if (rq_len % 8 || rq_len > RDPS_ALLREDUCE_MAX * 8)
 		return -EINVAL;
 	ret = call_handler(ic, &req, timeout_ms > 0 ? timeout_ms : ic->timeout_ms);
 	if (ret < 0)
 		return fail(ic, ret, why);
-	if (type == RDPS_REQ_STATS && req.reply_len != reply_len)
-		return fail(ic, -EPROTO, "stats reply of unexpected size");
+	if ((type == RDPS_REQ_STATS || type == RDPS_REQ_ALLREDUCE) && req.reply_len != reply_len)
+		return fail(ic, -EPROTO, "reply of unexpected size");
 	return 0;
 }
 
@@ -405,7 +413,7 @@ static int inproc_progress(struct rdps_tserver *s, int timeout_ms)
 
 /* Called by the core from inside a handler (lock held, recursive) or from
  * another thread. */
-static int inproc_reply(struct rdps_tserver *s, uint64_t token, int status,
+static int inproc_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
 			const void *payload, size_t len)
 {
 	struct inproc_server *is = to_inproc_server(s);
@@ -418,8 +426,13 @@ static int inproc_reply(struct rdps_tserver *s, uint64_t token, int status,
 			continue;
 		w->done = true;
 		w->status = status;
-		snprintf(w->msg, sizeof(w->msg), "%.*s", (int)(payload ? len : 0),
-			 payload ? (const char *)payload : "");
+		if (status < 0) {
+			snprintf(w->msg, sizeof(w->msg), "%.*s", (int)(payload ? len : 0),
+				 payload ? (const char *)payload : "");
+		} else if (len && w->reply && len <= w->reply_cap) {
+			memcpy(w->reply, payload, len);
+			w->reply_len = len;
+		}
 		ret = 0;
 		break;
 	}

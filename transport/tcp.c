@@ -397,13 +397,13 @@ static int tcp_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 	return 0;
 }
 
-static int tcp_call(struct rdps_conn *c, uint32_t type, void *reply,
-		    size_t reply_len, int timeout_ms)
+static int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+		    void *reply, size_t reply_len, int timeout_ms)
 {
 	struct tcp_conn *tc = to_tcp_conn(c);
 	uint64_t deadline = deadline_after(timeout_ms > 0 ? timeout_ms : tc->timeout_ms);
 	struct rdps_wire_hdr h;
-	struct iovec iov[1];
+	struct iovec iov[2];
 	char what[64];
 	int ret;
 
@@ -411,13 +411,16 @@ static int tcp_call(struct rdps_conn *c, uint32_t type, void *reply,
 		return ret;
 	if (tc->npend)
 		return -EBUSY;
-	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER &&
-	    type != RDPS_REQ_STATS && type != RDPS_REQ_SHUTDOWN)
+	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
+	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE)
+		return -EINVAL;
+	if (req_len % 8 || req_len > RDPS_ALLREDUCE_MAX * 8)
 		return -EINVAL;
 	snprintf(what, sizeof(what), "the %s reply", rdps_req_name((int)type));
-	rdps_wire_hdr_init(&h, (uint8_t)type, 0, 0);
+	rdps_wire_hdr_init(&h, (uint8_t)type, (uint32_t)req_len, 0);
 	iov[0] = (struct iovec){ &h, sizeof(h) };
-	ret = rdps_sock_sendv(tc->fd, iov, 1, deadline);
+	iov[1] = (struct iovec){ (void *)req, req_len };
+	ret = rdps_sock_sendv(tc->fd, iov, req_len ? 2 : 1, deadline);
 	if (ret)
 		return conn_fail(tc, ret, what);
 	if (timeout_ms > 0) {
@@ -720,6 +723,15 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 			req.reply_cap = sizeof(st);
 		}
 		break;
+	case RDPS_REQ_ALLREDUCE:
+		if (!h->len || h->len % 8 || h->len > RDPS_ALLREDUCE_MAX * 8) {
+			snprintf(why, sizeof(why), "allreduce of %u bytes (want 8..%d, multiple of 8)",
+				 h->len, RDPS_ALLREDUCE_MAX * 8);
+			return refuse(ts, sc, h->type, -EPROTO, why);
+		}
+		req.payload = payload;
+		req.payload_len = h->len;
+		break;
 	default:
 		snprintf(why, sizeof(why), "unknown request type %u", h->type);
 		return refuse(ts, sc, h->type, -EOPNOTSUPP, why);
@@ -1001,7 +1013,7 @@ static int tcp_progress(struct rdps_tserver *s, int timeout_ms)
 	return n;
 }
 
-static int tcp_reply(struct rdps_tserver *s, uint64_t token, int status,
+static int tcp_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
 		     const void *payload, size_t len)
 {
 	struct tcp_server *ts = to_tcp_server(s);
@@ -1011,16 +1023,19 @@ static int tcp_reply(struct rdps_tserver *s, uint64_t token, int status,
 
 	if (!sc || sc->gen != gen)
 		return -ENOTCONN; /* the client went away meanwhile */
-	/* Only barriers are deferred; an error's payload is its reason. */
+	/* An error's payload is its reason. */
 	if (status < 0) {
 		char why[RDPS_WIRE_ERRMSG_MAX];
 
 		snprintf(why, sizeof(why), "%.*s", (int)(payload ? len : 0),
 			 payload ? (const char *)payload : "");
-		ret = tx_error(sc, RDPS_REQ_BARRIER, status,
-			       why[0] ? why : rdps_strerror(status));
+		ret = tx_error(sc, (uint8_t)type, status, why[0] ? why : rdps_strerror(status));
 	} else {
-		ret = tx_frame(sc, RDPS_REQ_BARRIER | RDPS_WIRE_REPLY, 0, 0) ? 0 : -ENOMEM;
+		void *p = tx_frame(sc, (uint8_t)type | RDPS_WIRE_REPLY, 0, (uint32_t)len);
+
+		ret = p ? 0 : -ENOMEM;
+		if (p && len)
+			memcpy(p, payload, len);
 	}
 	/* This may run inside the handler of another request of the same
 	 * connection: never close here, let progress() do it. */

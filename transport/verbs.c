@@ -576,8 +576,8 @@ static bool flush_acked(struct verbs_conn *vc)
 	return vc->flush_acks >= vc->flush_want;
 }
 
-static int verbs_call(struct rdps_conn *c, uint32_t type, void *reply, size_t reply_len,
-		      int timeout_ms)
+static int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+		      void *reply, size_t reply_len, int timeout_ms)
 {
 	struct verbs_conn *vc = to_verbs_conn(c);
 	int ret;
@@ -586,7 +586,7 @@ static int verbs_call(struct rdps_conn *c, uint32_t type, void *reply, size_t re
 		return -ENOTCONN;
 	if (type != RDPS_REQ_FLUSH) {
 		/* Barrier, stats, shutdown: over the control connection. */
-		ret = vc->ctl->ops->call(vc->ctl, type, reply, reply_len, timeout_ms);
+		ret = vc->ctl->ops->call(vc->ctl, type, req, req_len, reply, reply_len, timeout_ms);
 		if (ret)
 			snprintf(c->errmsg, sizeof(c->errmsg), "%s", vc->ctl->errmsg);
 		return ret;
@@ -1146,12 +1146,12 @@ static int verbs_progress(struct rdps_tserver *s, int timeout_ms)
 	return n + ret;
 }
 
-static int verbs_reply(struct rdps_tserver *s, uint64_t token, int status,
+static int verbs_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
 		       const void *payload, size_t len)
 {
 	struct verbs_server *vs = to_verbs_server(s);
 
-	return vs->tcp->ops->reply(vs->tcp, token, status, payload, len);
+	return vs->tcp->ops->reply(vs->tcp, token, type, status, payload, len);
 }
 
 static void verbs_destroy(struct rdps_tserver *s, int timeout_ms)

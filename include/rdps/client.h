@@ -100,6 +100,12 @@ int rdps_client_flush(struct rdps_client *c);
  * (coordinated by server 0), for up to barrier_timeout_ms. */
 int rdps_client_barrier(struct rdps_client *c);
 
+/* Replaces v[0..n) (n <= RDPS_ALLREDUCE_MAX) by its sum over every client
+ * of the job, added in client-id order (so every client gets the same bits),
+ * coordinated by server 0 like a barrier; bounded by barrier_timeout_ms.
+ * Every client must call it with the same n. */
+int rdps_client_allreduce(struct rdps_client *c, double *v, size_t n);
+
 /* Counters of one server. */
 int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
 			     struct rdps_server_stats *out);

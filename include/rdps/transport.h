@@ -48,8 +48,12 @@ enum rdps_req_type {
 	RDPS_REQ_STATS = 6,    /* server counters */
 	RDPS_REQ_SHUTDOWN = 7, /* server exits after replying */
 	RDPS_REQ_BYE = 8,      /* not on the wire: a client connection closed */
-	RDPS_REQ_MAX = 9,
+	RDPS_REQ_ALLREDUCE = 9, /* sum of every client's vector, to every client */
+	RDPS_REQ_MAX = 10,
 };
+
+/* Doubles in one allreduce vector. */
+#define RDPS_ALLREDUCE_MAX 64
 
 const char *rdps_req_name(int type);
 
@@ -136,6 +140,9 @@ struct rdps_request {
 	const uint64_t *ids;   /* global ids (not yet range-checked) */
 	const float *grads;    /* push: n * dim floats */
 	float *rows_out;       /* pull: n * dim floats to fill */
+	/* allreduce: the client's vector */
+	const void *payload;
+	size_t payload_len;
 	/* control replies (stats) */
 	void *reply;           /* buffer of reply_cap bytes */
 	size_t reply_cap;
@@ -193,11 +200,13 @@ struct rdps_transport_ops {
 	int (*push)(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		    const float *grads, uint32_t n);
 
-	/* Synchronous control request (FLUSH, BARRIER, STATS, SHUTDOWN);
-	 * reply (reply_len bytes) receives the payload of STATS. timeout_ms
-	 * overrides the connection's for this wait (0: the connection's). */
-	int (*call)(struct rdps_conn *c, uint32_t type, void *reply,
-		    size_t reply_len, int timeout_ms);
+	/* Synchronous control request (FLUSH, BARRIER, STATS, SHUTDOWN,
+	 * ALLREDUCE) with an optional request payload (ALLREDUCE's vector);
+	 * reply (reply_len bytes) receives the reply's payload (STATS,
+	 * ALLREDUCE). timeout_ms overrides the connection's for this wait (0:
+	 * the connection's). */
+	int (*call)(struct rdps_conn *c, uint32_t type, const void *req,
+		    size_t req_len, void *reply, size_t reply_len, int timeout_ms);
 
 	/* Server: binds host:port and exposes regions. On failure returns
 	 * -errno and writes a reason (e.g. the busy port) into err. */
@@ -206,9 +215,10 @@ struct rdps_transport_ops {
 	/* Serves requests for up to timeout_ms. Returns the number of events
 	 * handled, or -errno on a fatal server error. */
 	int (*progress)(struct rdps_tserver *s, int timeout_ms);
-	/* Completes a deferred request. status 0 or -errno. */
-	int (*reply)(struct rdps_tserver *s, uint64_t token, int status,
-		     const void *payload, size_t len);
+	/* Completes a deferred request of kind type. status 0 (payload is the
+	 * reply) or -errno (payload is the reason, text). */
+	int (*reply)(struct rdps_tserver *s, uint64_t token, uint32_t type,
+		     int status, const void *payload, size_t len);
 	/* Sends queued replies (bounded by timeout_ms), closes every
 	 * connection and the listener. Accepts NULL. */
 	void (*destroy)(struct rdps_tserver *s, int timeout_ms);

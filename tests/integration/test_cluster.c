@@ -118,6 +118,15 @@ static int client_body(const struct cluster *cl, uint32_t k, char *why, size_t w
 	      "client %u: bad relation table", k);
 	CHECK(rdps_client_table(c, "nope", &tr) == -ENOENT, "unknown table found");
 	CHECK(!rdps_client_barrier(c), "client %u: first barrier: %s", k, rdps_client_errmsg(c));
+	{
+		/* Allreduce: every client gets the sum over all clients. */
+		double v[3] = { k + 1.0, 0.5 * k, -1.0 };
+
+		CHECK(!rdps_client_allreduce(c, v, 3), "client %u allreduce: %s", k,
+		      rdps_client_errmsg(c));
+		CHECK(v[0] == 6.0 && v[1] == 1.5 && v[2] == -3.0,
+		      "client %u: allreduce gave %g %g %g", k, v[0], v[1], v[2]);
+	}
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int i = 0; i < ENT_BATCH; i++) {
 			bid[i] = ent_id(k, r, i);

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps datasets: the on-disk knowledge-graph layout, its reader, and the
+ * generators that write it (WordNet, synthetic, import of DGL-KE layouts).
+ *
+ * A dataset directory is DGL-KE's raw layout:
+ *
+ *   entities.dict    "id\tname" per line, ids 0..N-1 (any order, each once)
+ *   relations.dict   "id\tname" per line, ids 0..R-1
+ *   train.txt        "head\trelation\ttail" per line, names from the dicts
+ *   valid.txt        same; every entity and relation also occurs in train
+ *   test.txt         same
+ *
+ * Lines end in "\n" (a trailing "\r" is accepted); blank lines are skipped;
+ * fields are separated by exactly one tab and may contain spaces. Entity and
+ * relation ids are 32-bit in this version.
+ *
+ * Errors: functions return 0 (or a count) on success and a negative errno on
+ * failure; when err is non-NULL they also write one line naming the file and
+ * line or field ("DIR/train.txt:12: unknown entity 'x'") into err[errlen].
+ * Library code never prints except progress lines through rdps_info().
+ * Generators write into a temporary sibling directory and rename it to OUT
+ * only when complete, so a failure leaves no OUT and no partial files.
+ */
+#ifndef RDPS_DATASET_H
+#define RDPS_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum rdps_split {
+	RDPS_SPLIT_TRAIN = 0,
+	RDPS_SPLIT_VALID = 1,
+	RDPS_SPLIT_TEST = 2,
+	RDPS_SPLIT_COUNT = 3,
+};
+
+/* "train", "valid", "test" (static strings), NULL for other values. */
+const char *rdps_dataset_split_name(enum rdps_split split);
+
+/* A triple array: ids[3*i] head, ids[3*i+1] relation, ids[3*i+2] tail. The
+ * buffer is malloc'd (possibly 4 KiB aligned); the holder frees it with
+ * rdps_dataset_triples_free(). */
+struct rdps_triples {
+	uint32_t *ids;   /* 3 * count ids, owned */
+	uint64_t count;  /* number of triples */
+};
+
+/* Frees t->ids and zeroes *t. Accepts NULL and an already freed struct. */
+void rdps_dataset_triples_free(struct rdps_triples *t);
+
+/* ---------------------------------------------------------------------- */
+/* Reader of the raw layout.                                               */
+
+struct rdps_dataset; /* opaque: the two dicts and a name index */
+
+/* Opens the dataset in dir: reads and checks entities.dict and
+ * relations.dict (field count, ids 0..n-1 each once, non-empty unique names).
+ * Triple files are read later by scan/load. On success *out owns the handle
+ * (free with rdps_dataset_close). */
+int rdps_dataset_open(const char *dir, struct rdps_dataset **out, char *err,
+		      size_t errlen);
+
+/* Frees the handle; accepts NULL. */
+void rdps_dataset_close(struct rdps_dataset *ds);
+
+/* The directory given to rdps_dataset_open (owned by ds). */
+const char *rdps_dataset_dir(const struct rdps_dataset *ds);
+uint32_t rdps_dataset_num_entities(const struct rdps_dataset *ds);
+uint32_t rdps_dataset_num_relations(const struct rdps_dataset *ds);
+
+/* Name of entity/relation id (owned by ds), NULL if id is out of range. */
+const char *rdps_dataset_entity_name(const struct rdps_dataset *ds, uint32_t id);
+const char *rdps_dataset_relation_name(const struct rdps_dataset *ds, uint32_t id);
+
+/* Id of a name: 0 and *id set, or -ENOENT. */
+int rdps_dataset_entity_id(const struct rdps_dataset *ds, const char *name,
+			   uint32_t *id);
+int rdps_dataset_relation_id(const struct rdps_dataset *ds, const char *name,
+			     uint32_t *id);
+
+/* Receives up to a few thousand triples (3*n ids) per call; the array is only
+ * valid during the call. A non-zero return stops the scan and is returned by
+ * rdps_dataset_scan (use a negative errno). */
+typedef int (*rdps_triple_fn)(void *ctx, const uint32_t *ids, size_t n);
+
+/* Streams one split file, mapping names to ids, calling fn per batch (fn may
+ * be NULL to only validate and count). Memory is O(batch), not O(file).
+ * Errors name "FILE:LINE": wrong field count, empty name, unknown entity or
+ * relation, and for valid/test an entity or relation that never occurs in
+ * train (the first valid/test scan therefore scans train once, without
+ * calling fn, if train was not scanned yet). Returns the number of triples
+ * (>= 0) or a negative errno. Not thread-safe on one handle. */
+int64_t rdps_dataset_scan(struct rdps_dataset *ds, enum rdps_split split,
+			  rdps_triple_fn fn, void *ctx, char *err, size_t errlen);
+
+/* rdps_dataset_scan into a malloc'd array owned by the caller (*out). */
+int rdps_dataset_load(struct rdps_dataset *ds, enum rdps_split split,
+		      struct rdps_triples *out, char *err, size_t errlen);
+
+/* ---------------------------------------------------------------------- */
+/* Generators. Each writes the raw layout into out_dir atomically.         */
+
+struct rdps_dataset_stats {
+	uint64_t num_entities;
+	uint64_t num_relations;
+	uint64_t num_triples[RDPS_SPLIT_COUNT]; /* train, valid, test */
+};
+
+/*
+ * WN18-style graph from WordNet 3.0 (Debian's wordnet-base). Entities are
+ * synsets named "OFFSET.P": the 8-digit byte offset of the synset in its data
+ * file and the file's part of speech (n noun, v verb, a adjective including
+ * satellites, r adverb); offsets repeat across files, the suffix makes names
+ * unique. Relations are WN18's 18 types, named as in WN18 ("_hypernym", ...).
+ * Triples are de-duplicated, self-loops dropped. The dense core is found by
+ * peeling the entity of lowest degree (ties broken by a fixed hash of the
+ * name, independent of the seed) until target_entities remain, then keeping
+ * the largest connected component. The split is a seeded shuffle; a triple
+ * goes to valid/test only if its head, tail and relation keep at least one
+ * train triple. The entity dict is ordered by (part of speech, offset).
+ */
+struct rdps_wordnet_opts {
+	const char *wordnet_dir;  /* dir with data.{noun,verb,adj,adv} */
+	uint32_t target_entities; /* size of the dense core, 0 = keep all */
+	uint64_t num_valid;       /* triples in valid.txt */
+	uint64_t num_test;        /* triples in test.txt */
+	uint64_t seed;            /* split seed */
+	int force;                /* replace an existing out_dir */
+};
+
+/* Defaults: /usr/share/wordnet, 40943 entities (WN18's count), 5000 valid,
+ * 5000 test, seed 0, no force. */
+void rdps_dataset_wordnet_defaults(struct rdps_wordnet_opts *o);
+
+int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
+			 struct rdps_dataset_stats *st, char *err, size_t errlen);
+
+/*
+ * Synthetic graph with community structure and learnable relation patterns,
+ * streamed to disk in O(entities) memory (no per-triple state), so 10M
+ * entities / 100M triples need well under 1 GiB.
+ *
+ * Internal entity x belongs to community x*C/N (contiguous blocks); the
+ * entity dict id is an affine permutation of x, so communities are scattered
+ * over ids (a partitioner has to find them). Triple i has head x = i mod N and
+ * relation (base(x) + i/N) mod R, so (head, relation) pairs never repeat and
+ * triples are unique (this needs T <= N*R). Relation r follows pattern r mod 4:
+ *   0 map:       tail = rotation of head's index inside a target community
+ *                (the own community, or for every other map relation a
+ *                shifted one: cross-community edges);
+ *   1 inverse:   exact inverse of map relation r-1;
+ *   2 symmetric: tail = involution of the head's index in its community;
+ *   3 hub:       tail = one of 16 hub entities of the head's community
+ *                (many-to-one, like hypernym).
+ * With probability noise the tail is a uniform random entity instead.
+ * Triples 0..N-1 (every entity once as head, every relation once when N >= R)
+ * always go to train; valid/test are an exact-size seeded selection among the
+ * rest, so every valid/test entity and relation occurs in train.
+ */
+struct rdps_synth_opts {
+	uint64_t num_entities;   /* N, >= 2, < 2^32 */
+	uint32_t num_relations;  /* R, 1..N */
+	uint64_t num_triples;    /* T in all splits, N + valid + test <= T <= N*R */
+	uint32_t num_communities;/* C, 1..N */
+	uint64_t num_valid;      /* triples in valid.txt */
+	uint64_t num_test;       /* triples in test.txt */
+	double noise;            /* probability of a random tail, 0..1 */
+	uint64_t seed;
+	int force;               /* replace an existing out_dir */
+};
+
+/* Defaults: 10000 entities, 16 relations, 100000 triples, 16 communities,
+ * 1000 valid, 1000 test, noise 0.02, seed 0, no force. */
+void rdps_dataset_synth_defaults(struct rdps_synth_opts *o);
+
+int rdps_dataset_synth(const char *out_dir, const struct rdps_synth_opts *o,
+		       struct rdps_dataset_stats *st, char *err, size_t errlen);
+
+/*
+ * Import of DGL-KE's layouts into the raw layout (normalized: "\r" removed,
+ * fields reordered to head, relation, tail, dicts written in id order).
+ *  raw: three files of names; the dicts are built in order of first
+ *       appearance in train (valid/test entities must occur in train).
+ *  udd: entities.dict and relations.dict in in_dir plus three files of
+ *       numeric ids ("user-defined dataset" in DGL-KE).
+ * order gives the column order of the input files: "hrt" (default) or "htr"
+ * (DGL-KE's raw_udd_htr / udd_htr).
+ */
+enum rdps_import_format {
+	RDPS_IMPORT_RAW = 0,
+	RDPS_IMPORT_UDD = 1,
+};
+
+struct rdps_import_opts {
+	enum rdps_import_format format;
+	const char *in_dir;                  /* input directory */
+	const char *files[RDPS_SPLIT_COUNT]; /* names in in_dir; NULL = default:
+						 "train.txt" (or "train.tsv" if
+						 only that exists), ... */
+	const char *order;                   /* "hrt" or "htr"; NULL = "hrt" */
+	int force;                           /* replace an existing out_dir */
+};
+
+int rdps_dataset_import(const char *out_dir, const struct rdps_import_opts *o,
+			struct rdps_dataset_stats *st, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDPS_DATASET_H */

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps partition: splitting a dataset (see rdps/dataset.h) into k parts with
+ * METIS or at random, the partition directory it writes, and the loader
+ * (io_uring, checksummed) that servers and trainers read it with.
+ *
+ * Partition directory (format_version 1), written to a temporary sibling and
+ * renamed into place only when complete:
+ *
+ *   partition.json   format_version, dataset {name, path}, num_entities,
+ *                    num_relations, num_train/num_valid/num_test, k, method,
+ *                    seed, ranges (k+1 entity offsets), edge_cut,
+ *                    local_triple_fraction, partitions[] {index, file,
+ *                    num_entities, num_triples, local_triples, checksum},
+ *                    files {idmap, valid, test, entities, relations}
+ *   part-P.trp       train triples whose head is in part P (blob, kind
+ *                    TRIPLES, relabeled entity ids; relations keep their ids)
+ *   valid.trp        valid triples, relabeled (blob, kind TRIPLES, part ~0)
+ *   test.trp         test triples, relabeled
+ *   idmap.bin        new id -> original (entities.dict) id (blob, kind IDMAP)
+ *   entities.dict    copied from the dataset, original ids
+ *   relations.dict   copied from the dataset
+ *
+ * Relabeled ids: the entities of part P are [ranges[P], ranges[P+1]), in
+ * their original id order. A triple belongs to its head's part (as DGL-KE);
+ * it is local if its tail is in the same part.
+ *
+ * Blob file (all fields little-endian; the payload follows the header):
+ *
+ *   0  char magic[8]       "RDPSBLOB"
+ *   8  u32 version         RDPS_BLOB_VERSION
+ *  12  u32 kind            RDPS_BLOB_TRIPLES, RDPS_BLOB_IDMAP, or a user kind
+ *  16  u64 count           number of records
+ *  24  u32 record_size     bytes per record (12 for u32 triples)
+ *  28  u32 id_width        bytes per id (4)
+ *  32  u32 part            partition index, RDPS_BLOB_NO_PART if none
+ *  36  u32 flags           0
+ *  40  u64 payload_bytes   count * record_size
+ *  48  u64 payload_xxh3    XXH3-64 (seed 0) of the payload
+ *  56  u64 header_xxh3     XXH3-64 of bytes 0..55
+ */
+#ifndef RDPS_PARTITION_H
+#define RDPS_PARTITION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdps/dataset.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RDPS_PARTITION_FORMAT_VERSION 1
+#define RDPS_BLOB_MAGIC "RDPSBLOB"
+#define RDPS_BLOB_VERSION 1
+#define RDPS_BLOB_NO_PART 0xffffffffu
+
+enum rdps_blob_kind {
+	RDPS_BLOB_TRIPLES = 1, /* records of 3 ids: head, relation, tail */
+	RDPS_BLOB_IDMAP = 2,   /* records of 1 id: original id of new id i */
+	RDPS_BLOB_USER = 256,  /* first kind free for other modules */
+};
+
+struct rdps_blob_header {
+	char magic[8];          /* RDPS_BLOB_MAGIC, no NUL */
+	uint32_t version;       /* RDPS_BLOB_VERSION */
+	uint32_t kind;          /* enum rdps_blob_kind or >= RDPS_BLOB_USER */
+	uint64_t count;         /* records */
+	uint32_t record_size;   /* bytes per record */
+	uint32_t id_width;      /* bytes per id, 0 if not id records */
+	uint32_t part;          /* partition index or RDPS_BLOB_NO_PART */
+	uint32_t flags;         /* 0 */
+	uint64_t payload_bytes; /* count * record_size */
+	uint64_t payload_xxh3;  /* XXH3-64 of the payload */
+	uint64_t header_xxh3;   /* XXH3-64 of the 56 bytes above */
+};
+_Static_assert(sizeof(struct rdps_blob_header) == 64, "blob header is 64 bytes");
+
+/* ---------------------------------------------------------------------- */
+/* Loader.                                                                 */
+
+/* Loader tuning; pass NULL for the defaults. */
+struct rdps_loader_opts {
+	size_t chunk_bytes;   /* bytes per read, default 2 MiB (>= 4 KiB) */
+	unsigned queue_depth; /* reads in flight, default 16 (1..256) */
+	int force_pread;      /* 1: skip io_uring (benchmarks, tests) */
+};
+
+/*
+ * Reads the whole file at path into a new 4 KiB-aligned buffer (*buf, owned
+ * by the caller, free()), with up to queue_depth chunk reads in flight via
+ * io_uring, computing XXH3-64 of the bytes in order while later chunks are
+ * still being read (*xxh3, may be NULL). If io_uring cannot be set up it
+ * uses pread, and logs that once per process. *len gets the size. Returns 0
+ * or a negative errno (err names the file). Thread-safe.
+ */
+int rdps_loader_read_file(const char *path, const struct rdps_loader_opts *o,
+			  void **buf, size_t *len, uint64_t *xxh3, char *err,
+			  size_t errlen);
+
+/* A loaded blob: header plus payload (payload_bytes bytes, 4 KiB aligned,
+ * owned; free with rdps_loader_blob_free or take it and free()). */
+struct rdps_blob {
+	struct rdps_blob_header hdr;
+	void *data;
+	int used_uring; /* 1 if io_uring did the reads */
+};
+
+/*
+ * Loads a blob file: checks magic, version, header checksum, kind (unless
+ * kind is 0), payload_bytes == count * record_size, the file size (a short
+ * file is reported as truncated, a longer one as trailing data), and the
+ * payload checksum, which is computed while the reads are in flight.
+ * Returns 0 or -EINVAL (bad header or kind), -EBADMSG (checksum mismatch),
+ * -EIO/-errno (read errors); err names the file and the field.
+ */
+int rdps_loader_load(const char *path, uint32_t kind,
+		     const struct rdps_loader_opts *o, struct rdps_blob *out,
+		     char *err, size_t errlen);
+
+/* Frees b->data and zeroes *b; accepts NULL. */
+void rdps_loader_blob_free(struct rdps_blob *b);
+
+/* Streaming blob writer: writes path.tmp-XXXXXX and renames it to path on
+ * commit, so path never holds a partial file. */
+struct rdps_blob_writer;
+
+/* Creates the temporary file; part may be RDPS_BLOB_NO_PART. buffer_bytes
+ * is the write-buffer size (0 = 1 MiB). */
+int rdps_loader_writer_create(const char *path, uint32_t kind,
+			      uint32_t record_size, uint32_t id_width,
+			      uint32_t part, size_t buffer_bytes,
+			      struct rdps_blob_writer **out);
+
+/* Appends n whole records (n * record_size bytes). */
+int rdps_loader_writer_append(struct rdps_blob_writer *w, const void *records,
+			      uint64_t n);
+
+/* Records appended so far. */
+uint64_t rdps_loader_writer_count(const struct rdps_blob_writer *w);
+
+/* Writes the header, fsyncs, renames to path. *xxh3 (may be NULL) gets the
+ * payload checksum. The writer stays allocated; destroy it afterwards. */
+int rdps_loader_writer_commit(struct rdps_blob_writer *w, uint64_t *xxh3);
+
+/* Frees the writer; if it was not committed, removes the temporary file.
+ * Accepts NULL. */
+void rdps_loader_writer_destroy(struct rdps_blob_writer *w);
+
+/* ---------------------------------------------------------------------- */
+/* Building a partition directory.                                         */
+
+enum rdps_partition_method {
+	RDPS_PARTITION_METIS = 0,  /* METIS_PartGraphKway, 2 constraints */
+	RDPS_PARTITION_RANDOM = 1, /* seeded shuffle cut into k equal ranges */
+};
+
+/* "metis" / "random"; NULL for other values. */
+const char *rdps_partition_method_name(enum rdps_partition_method m);
+/* Parses a method name: 0 or -EINVAL. */
+int rdps_partition_method_parse(const char *name, enum rdps_partition_method *m);
+
+struct rdps_partition_opts {
+	const char *data_dir;  /* dataset in the raw layout */
+	const char *out_dir;   /* partition directory to create */
+	uint32_t k;            /* parts, 1..num_entities */
+	enum rdps_partition_method method;
+	uint64_t seed;         /* METIS seed / shuffle seed */
+	int force;             /* replace an existing out_dir */
+};
+
+struct rdps_partition_result {
+	uint64_t num_entities;
+	uint64_t num_train;
+	uint64_t local_triples;       /* train triples with tail in head's part */
+	double local_triple_fraction; /* local_triples / num_train */
+	uint64_t edge_cut;            /* train triples crossing parts */
+	uint64_t max_part_triples;    /* largest part's train triples */
+	uint64_t max_part_entities;   /* largest part's entities */
+	double seconds;               /* wall time of the build */
+	long peak_rss_kib;            /* getrusage ru_maxrss after the build */
+};
+
+/*
+ * Reads the dataset streaming (train once as text into a temporary binary
+ * file in the new directory, then passes over that), builds the undirected
+ * entity graph in CSR (parallel edges merged into edge weights, self-loops
+ * dropped), partitions it with vertex weights (1, triples headed by the
+ * entity) so parts balance on entities and on triples, relabels, and writes
+ * the partition directory described above. The name index is freed before
+ * METIS runs; our own peak is about 16 bytes per train triple (adjacency and
+ * edge weights) plus 24 bytes per entity, to which METIS adds its working
+ * copy and coarsening levels (in total about 7x the CSR size at 10M triples).
+ * seed must be below 2^63 (it is stored in partition.json).
+ * Errors: -EINVAL with a "FILE:LINE" or field message for bad input and for
+ * k == 0 or k > num_entities; -EEXIST if out_dir exists and !force.
+ * Progress lines go to rdps_info().
+ */
+int rdps_partition_build(const struct rdps_partition_opts *o,
+			 struct rdps_partition_result *res, char *err,
+			 size_t errlen);
+
+/* ---------------------------------------------------------------------- */
+/* Reading a partition directory.                                          */
+
+struct rdps_partition; /* opaque: parsed partition.json */
+
+struct rdps_partition_part {
+	const char *file;        /* file name inside the directory */
+	uint64_t num_entities;
+	uint64_t num_triples;
+	uint64_t local_triples;
+	uint64_t checksum;       /* payload XXH3-64 recorded in the json */
+};
+
+/* Everything partition.json says; owned by the handle. */
+struct rdps_partition_info {
+	uint32_t format_version;
+	const char *dataset_name;
+	const char *dataset_path;
+	uint64_t num_entities;
+	uint64_t num_relations;
+	uint64_t num_triples[RDPS_SPLIT_COUNT];
+	uint32_t k;
+	enum rdps_partition_method method;
+	uint64_t seed;
+	const uint64_t *ranges;  /* k+1 offsets, ranges[0] = 0, [k] = N */
+	uint64_t edge_cut;
+	double local_triple_fraction;
+	const struct rdps_partition_part *parts; /* k entries */
+};
+
+/* Opens dir/partition.json and checks it: format_version first (another
+ * version is reported as such), then every field's presence, type and
+ * consistency (ranges monotone and ending at num_entities, per-part counts
+ * summing to num_train). */
+int rdps_partition_open(const char *dir, struct rdps_partition **out,
+			char *err, size_t errlen);
+
+/* Frees the handle; accepts NULL. */
+void rdps_partition_close(struct rdps_partition *p);
+
+const struct rdps_partition_info *rdps_partition_get_info(const struct rdps_partition *p);
+
+/* The directory given to rdps_partition_open (owned by p). */
+const char *rdps_partition_dir(const struct rdps_partition *p);
+
+/* Part owning relabeled entity id (binary search over ranges; id < N). */
+uint32_t rdps_partition_owner(const struct rdps_partition_info *info,
+			      uint64_t id);
+
+/* Loads part's train triples (relabeled ids) with the io_uring loader,
+ * verifying the checksum, the header against partition.json, and that every
+ * id is in range and every head belongs to the part. *out is owned by the
+ * caller (rdps_dataset_triples_free). */
+int rdps_partition_load_train(const struct rdps_partition *p, uint32_t part,
+			      const struct rdps_loader_opts *o,
+			      struct rdps_triples *out, char *err, size_t errlen);
+
+/* Loads the relabeled valid or test triples (same checks, no part check). */
+int rdps_partition_load_split(const struct rdps_partition *p,
+			      enum rdps_split split,
+			      const struct rdps_loader_opts *o,
+			      struct rdps_triples *out, char *err, size_t errlen);
+
+/* Loads the id map: *new_to_old[new id] = original id; *old_to_new (may be
+ * NULL) gets the inverse. Both malloc'd, owned by the caller; the map is
+ * checked to be a permutation. */
+int rdps_partition_load_idmap(const struct rdps_partition *p,
+			      const struct rdps_loader_opts *o,
+			      uint32_t **new_to_old, uint32_t **old_to_new,
+			      char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDPS_PARTITION_H */
