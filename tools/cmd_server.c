@@ -10,7 +10,9 @@
 #include "commands.h"
 #include "rdps/client.h"
 #include "rdps/common.h"
+#include "rdps/partition.h"
 #include "rdps/server.h"
+#include "rdps/trainer.h"
 
 static struct rdps_server *running;
 
@@ -25,6 +27,7 @@ static void server_usage(FILE *f)
 {
 	fprintf(f,
 "usage: rdps server --ip_config FILE --server_id N --table NAME:ROWS:DIM [...] [options]\n"
+"       rdps server --ip_config FILE --server_id N --partition PDIR --model_name M --hidden_dim D\n"
 "\n"
 "Runs one parameter server of a job. Server N listens on the N-th address of\n"
 "the ip_config (machines in file order, base_port + j for the j-th server of a\n"
@@ -36,6 +39,14 @@ static void server_usage(FILE *f)
 "  --server_id N          this server's global index (0-based)\n"
 "  --table NAME:ROWS:DIM  a table of ROWS rows of DIM floats, split evenly over the\n"
 "                         servers; repeat for each table (e.g. entity:40943:400)\n"
+"  or\n"
+"  --partition PDIR       a partition (rdps partition): tables 'entity' and 'relation'\n"
+"                         shaped for --model_name/--hidden_dim; machine i of the\n"
+"                         ip_config holds part i's entities, split evenly over its\n"
+"                         servers (or, with one server per part, server i holds part i)\n"
+"  --model_name NAME      model the tables are for (row widths; default TransE_l2)\n"
+"  --hidden_dim N         its hidden_dim (default 400); rows start in [-r, r] with\n"
+"                         r = (gamma + 2) / hidden_dim\n"
 "\n"
 "options:\n"
 "  --transport NAME       auto (default), tcp, inproc (%s)\n"
@@ -87,6 +98,71 @@ static int parse_float(const char *s, float *out)
 	return errno || *end || end == s ? -EINVAL : 0;
 }
 
+/* Tables 'entity' and 'relation' for a partition: machine i holds part i. */
+static int partition_tables(const char *pdir, const char *model, uint32_t hidden_dim,
+			    const struct rdps_ipconfig *ipc, struct rdps_server_config *cfg,
+			    uint64_t **ent_off)
+{
+	const struct rdps_partition_info *pi;
+	struct rdps_partition *p;
+	uint32_t edim, rdim, S = ipc->num_servers;
+	uint64_t *off;
+	char err[512];
+	int ret;
+
+	ret = rdps_model_dims(model, hidden_dim, &edim, &rdim);
+	if (ret) {
+		fprintf(stderr, "rdps server: unknown --model_name '%s' or bad --hidden_dim %u (models: %s)\n",
+			model, hidden_dim, rdps_model_names());
+		return ret;
+	}
+	ret = rdps_partition_open(pdir, &p, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps server: %s\n", err);
+		return ret;
+	}
+	pi = rdps_partition_get_info(p);
+	off = calloc(S + 1, sizeof(uint64_t));
+	if (!off) {
+		rdps_partition_close(p);
+		return -ENOMEM;
+	}
+	if (S == pi->k) {
+		memcpy(off, pi->ranges, (S + 1) * sizeof(uint64_t));
+	} else if (ipc->num_machines == pi->k) {
+		for (uint32_t s = 0; s < S; s++) {
+			const struct rdps_endpoint *ep = &ipc->servers[s];
+			uint32_t m = ep->machine, per = 0;
+			uint64_t lo = pi->ranges[m], n = pi->ranges[m + 1] - lo;
+
+			for (uint32_t q = 0; q < S; q++)
+				per += ipc->servers[q].machine == m;
+			off[s] = lo + n * ep->local_index / per;
+		}
+		off[S] = pi->ranges[pi->k];
+	} else {
+		fprintf(stderr,
+			"rdps server: %s has %u parts, but the ip_config lists %u machine(s) with %u server(s): "
+			"partition with -k equal to the number of machines (or of servers)\n",
+			pdir, pi->k, ipc->num_machines, S);
+		free(off);
+		rdps_partition_close(p);
+		return -EINVAL;
+	}
+	cfg->num_tables = 2;
+	memset(cfg->tables, 0, 2 * sizeof(cfg->tables[0]));
+	snprintf(cfg->tables[0].name, sizeof(cfg->tables[0].name), "entity");
+	cfg->tables[0].num_rows = pi->num_entities;
+	cfg->tables[0].dim = edim;
+	cfg->tables[0].offsets = off;
+	snprintf(cfg->tables[1].name, sizeof(cfg->tables[1].name), "relation");
+	cfg->tables[1].num_rows = pi->num_relations;
+	cfg->tables[1].dim = rdim;
+	*ent_off = off;
+	rdps_partition_close(p);
+	return 0;
+}
+
 int rdps_cmd_server(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -100,6 +176,9 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "init", required_argument, NULL, 'I' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "partition", required_argument, NULL, 'P' },
+		{ "model_name", required_argument, NULL, 'M' },
+		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -110,6 +189,9 @@ int rdps_cmd_server(int argc, char **argv)
 	float lr = 0.1f, gamma = 12.0f;
 	long server_id = -1;
 	bool quiet = false;
+	const char *pdir = NULL, *model = "TransE_l2";
+	unsigned long hidden_dim = 400;
+	uint64_t *ent_off = NULL;
 	char err[512], why[256], *end;
 	struct rdps_server_stats st;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -181,6 +263,19 @@ int rdps_cmd_server(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'P':
+			pdir = optarg;
+			break;
+		case 'M':
+			model = optarg;
+			break;
+		case 'D':
+			hidden_dim = strtoul(optarg, &end, 10);
+			if (*end || !hidden_dim || hidden_dim > RDPS_MAX_DIM) {
+				fprintf(stderr, "rdps server: --hidden_dim '%s' is not in 1..%d\n", optarg, RDPS_MAX_DIM);
+				return 2;
+			}
+			break;
 		case 'h':
 			server_usage(stdout);
 			return 0;
@@ -193,8 +288,8 @@ int rdps_cmd_server(int argc, char **argv)
 		fprintf(stderr, "rdps server: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (!ip_config || server_id < 0 || !cfg.num_tables) {
-		fprintf(stderr, "rdps server: --ip_config, --server_id and at least one --table are required (see rdps server --help)\n");
+	if (!ip_config || server_id < 0 || (!cfg.num_tables == !pdir)) {
+		fprintf(stderr, "rdps server: --ip_config, --server_id and either --table (one or more) or --partition are required (see rdps server --help)\n");
 		return 2;
 	}
 	ret = rdps_ipconfig_load(ip_config, &ipc, err, sizeof(err));
@@ -219,15 +314,25 @@ int rdps_cmd_server(int argc, char **argv)
 		}
 		cfg.transport = ops->name;
 	}
+	if (pdir) {
+		ret = partition_tables(pdir, model, (uint32_t)hidden_dim, &ipc, &cfg, &ent_off);
+		if (ret) {
+			rdps_ipconfig_free(&ipc);
+			return 1;
+		}
+	}
 	for (uint32_t t = 0; t < cfg.num_tables; t++) {
 		cfg.tables[t].init = init;
-		cfg.tables[t].init_range = (gamma + 2.0f) / (float)cfg.tables[t].dim;
+		/* DGL-KE's emb_init divides by hidden_dim, also for wider rows. */
+		cfg.tables[t].init_range = (gamma + 2.0f) /
+					   (float)(pdir ? hidden_dim : cfg.tables[t].dim);
 		cfg.tables[t].optimizer = optimizer;
 		cfg.tables[t].lr = lr;
 	}
 	cfg.ipc = &ipc;
 	cfg.server_id = (uint32_t)server_id;
 	ret = rdps_server_create(&cfg, &running, err, sizeof(err));
+	free(ent_off);
 	if (ret) {
 		fprintf(stderr, "rdps server %ld: %s\n", server_id, err);
 		rdps_ipconfig_free(&ipc);

@@ -8,6 +8,7 @@
 
 static const struct rdps_command commands[] = {
 	{ "server", rdps_cmd_server, "run one parameter server of a job" },
+	{ "train", rdps_cmd_train, "train embeddings (standalone or with servers) and evaluate" },
 	{ "stats", rdps_cmd_stats, "print the request counters of running servers" },
 	{ "shutdown", rdps_cmd_shutdown, "ask every server of an ip_config to exit" },
 	{ "dataset", rdps_cmd_dataset, "build, import or check a knowledge-graph dataset" },

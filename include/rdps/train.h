@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps train: the training job, standalone or distributed (what DGL-KE's
+ * dglke_train / dglke_dist_train do).
+ *
+ * A trainer process runs num_thread threads; each is one client of the job
+ * (client id rank * num_thread + thread). Each thread samples positive
+ * triples from its share of the trainer's partition, draws chunked
+ * negatives, pulls the rows the batch needs (deduplicated, in id order),
+ * computes loss and gradients with the model, and pushes the gradients
+ * asynchronously; the servers apply their optimizer. Standalone mode runs
+ * the same loop against an in-process server (inproc transport).
+ *
+ * After training: filtered evaluation (each trainer ranks its share of the
+ * test triples against every entity, pulled in chunks; the metric sums are
+ * reduced with an allreduce), then trainer 0 saves the embeddings as .npy
+ * in the original entities.dict / relations.dict order.
+ */
+#ifndef RDPS_TRAIN_H
+#define RDPS_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rdps/trainer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct rdps_train_opts {
+	const char *data_dir;       /* dataset in the raw layout (required) */
+	const char *partition_dir;  /* partition of that dataset (distributed) */
+	const char *save_path;      /* where embeddings go; NULL: not saved */
+	const char *ip_config;      /* servers (distributed) */
+	const char *transport;      /* "auto" (NULL), "tcp", "verbs" */
+	int read_consistency;       /* enum rdps_read_consistency */
+	bool standalone;            /* in-process store, no servers */
+	uint32_t rank;              /* this trainer, 0 .. num_trainers-1 */
+	uint32_t num_trainers;
+	uint32_t num_thread;        /* threads (clients) per trainer */
+	struct rdps_model_params model;
+	uint32_t batch_size;        /* positives per step */
+	uint32_t neg_sample_size;   /* negatives per chunk */
+	uint32_t neg_chunk_size;    /* positives sharing negatives; 0: neg_sample_size */
+	uint64_t max_step;          /* steps of each thread */
+	uint32_t log_interval;      /* steps between progress lines */
+	float lr;                   /* standalone: the in-process server's lr */
+	int optimizer;              /* standalone: enum rdps_optimizer */
+	uint64_t seed;
+	bool sync_push;             /* flush after every push: deterministic runs */
+	bool test;                  /* evaluate on test */
+	bool valid;                 /* evaluate on valid */
+	bool shutdown_servers;      /* trainer 0 stops the servers at the end */
+	int timeout_ms;             /* bound on each wait (0: 60 s) */
+};
+
+/* DGL-KE's defaults where it has one. */
+void rdps_train_opts_init(struct rdps_train_opts *o);
+
+struct rdps_train_result {
+	double train_seconds;
+	double pos_per_second;          /* positive triples per second, this trainer */
+	double last_loss;               /* mean loss of the last log interval */
+	bool have_test, have_valid;
+	struct rdps_eval_metrics test;  /* reduced over all trainers */
+	struct rdps_eval_metrics valid;
+};
+
+/* Runs the job for this trainer. Returns 0, or -errno with a reason in err
+ * (bad options, a table not matching the model, a partition of another
+ * dataset, a server that failed). */
+int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *res,
+		   char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDPS_TRAIN_H */

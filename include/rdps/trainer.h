@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps trainer: the compute kernels of knowledge-graph-embedding training,
+ * independent of networking.
+ *
+ *  - KGE models (TransE_l1, TransE_l2, DistMult, ComplEx, RotatE, RESCAL)
+ *    with DGL-KE's score functions, log-sigmoid loss, self-adversarial
+ *    negative weighting (-adv), Lp regularization and chunked negative
+ *    sampling; one call computes the loss of a batch and the gradient of
+ *    every row it uses.
+ *  - Filtered ranking evaluation (MRR, MR, Hits@1/3/10) that consumes the
+ *    candidate entities in chunks and whose partial state reduces across
+ *    processes.
+ *  - NumPy .npy (v1.0, float32, C order) writer and reader.
+ *
+ * Rows are dense float32 arrays: row i of a table of width w starts at
+ * rows + i * w. Tables are addressed by row index; the caller maps its own
+ * entity/relation ids to rows (e.g. the deduplicated rows of a pull).
+ *
+ * Thread rules: a struct rdps_model is immutable after creation and may be
+ * shared by any number of threads; rdps_model_step() is a pure function of
+ * its inputs (each thread brings its own scratch and gradient buffers).
+ * An rdps_eval is used by one thread at a time (it runs its own workers).
+ */
+#ifndef RDPS_TRAINER_H
+#define RDPS_TRAINER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Models                                                                    */
+/* ------------------------------------------------------------------------ */
+
+enum rdps_model_kind {
+	RDPS_MODEL_TRANSE_L1, /* gamma - ||h + r - t||_1 */
+	RDPS_MODEL_TRANSE_L2, /* gamma - ||h + r - t||_2 ("TransE" is an alias) */
+	RDPS_MODEL_DISTMULT,  /* sum(h * r * t) */
+	RDPS_MODEL_COMPLEX,   /* Re(<h, r, conj(t)>) */
+	RDPS_MODEL_ROTATE,    /* gamma - sum_k |h_k * e^{i phase_k} - t_k| */
+	RDPS_MODEL_RESCAL,    /* h^T M_r t */
+};
+
+/*
+ * How hidden_dim maps to row widths (entity_dim / relation_dim), as DGL-KE
+ * lays out its tables (so saved .npy files load in DGL-KE tools):
+ *
+ *   TransE_l1, TransE_l2, DistMult: entity D, relation D.
+ *   ComplEx:  entity D, relation D; D must be even. A row is D/2 real parts
+ *             followed by D/2 imaginary parts (DGL-KE without -de/-dr).
+ *   RotatE:   entity 2D (D real parts then D imaginary parts; DGL-KE's
+ *             mandatory -de), relation D phases. The angle of component k
+ *             is r_k / (emb_init / pi) with emb_init = (gamma + 2) / D.
+ *   RESCAL:   entity D, relation D*D: a row-major D x D matrix M with
+ *             score = sum_a h_a sum_c M[a][c] t_c.
+ */
+struct rdps_model_params {
+	const char *name;    /* DGL-KE model name, see rdps_model_names() */
+	uint32_t hidden_dim; /* --hidden_dim (D above) */
+	float gamma;         /* --gamma: margin of TransE / RotatE */
+	bool adv;            /* -adv: self-adversarial negative weighting */
+	float adv_temp;      /* --adversarial_temperature (-a) */
+	float reg_coef;      /* --regularization_coef (-rc); 0 disables */
+	float reg_norm;      /* --regularization_norm (-rn), the p of sum|x|^p */
+};
+
+/* Fills DGL-KE's defaults: TransE_l2, hidden_dim 400, gamma 12, no -adv,
+ * adversarial_temperature 1, regularization_coef 2e-6, norm 3. */
+void rdps_model_params_init(struct rdps_model_params *p);
+
+/* Comma-separated list of the accepted model names, for error messages. */
+const char *rdps_model_names(void);
+
+/* Maps a model name to its kind: 0, or -EINVAL for an unknown name. */
+int rdps_model_lookup(const char *name, enum rdps_model_kind *kind);
+
+/* Row widths a model of that name and hidden_dim uses, without creating it
+ * (to check a table before training). 0, or -EINVAL (unknown name, zero or
+ * odd-for-ComplEx hidden_dim, RESCAL widths overflowing 32 bits). */
+int rdps_model_dims(const char *name, uint32_t hidden_dim,
+		    uint32_t *entity_dim, uint32_t *relation_dim);
+
+struct rdps_model;
+
+/* Validates p and creates an immutable model. Returns 0 and *out, or
+ * -EINVAL (unknown name: rdps_model_names() lists the known ones; bad
+ * dimension; gamma/temperature/coefficients not finite; reg_norm <= 0 while
+ * reg_coef > 0) or -ENOMEM. The name string is copied. */
+int rdps_model_create(struct rdps_model **out,
+		      const struct rdps_model_params *p);
+
+/* Frees the model; NULL is fine. */
+void rdps_model_destroy(struct rdps_model *m);
+
+enum rdps_model_kind rdps_model_kind(const struct rdps_model *m);
+const char *rdps_model_name(const struct rdps_model *m); /* canonical */
+const struct rdps_model_params *rdps_model_params(const struct rdps_model *m);
+uint32_t rdps_model_entity_dim(const struct rdps_model *m);
+uint32_t rdps_model_relation_dim(const struct rdps_model *m);
+
+/* DGL-KE's initialisation range: rows are drawn uniform(-x, x) with
+ * x = (gamma + 2) / hidden_dim, for entities and relations alike. */
+float rdps_model_emb_init(const struct rdps_model *m);
+
+/* Score of one triple by the direct formula of DGL-KE's edge_func
+ * (reference implementation in double precision, for tests and tools). */
+double rdps_model_score(const struct rdps_model *m, const float *h,
+			const float *r, const float *t);
+
+/*
+ * One training batch with chunked negative sampling (DGL-KE's
+ * neg_chunk_size): positive i belongs to chunk i / chunk; every positive of
+ * a chunk is scored against the same `neg` negative entities, which replace
+ * its head (neg_head) or its tail. The last chunk may be shorter.
+ */
+struct rdps_batch {
+	uint32_t size;            /* B: number of positive triples, >= 1 */
+	uint32_t chunk;           /* positives sharing one set of negatives */
+	uint32_t neg;             /* N: negatives per chunk, >= 1 */
+	int neg_head;             /* 1: corrupt heads; 0: corrupt tails */
+	const uint32_t *head;     /* B entity row indices */
+	const uint32_t *rel;      /* B relation row indices */
+	const uint32_t *tail;     /* B entity row indices */
+	const uint32_t *neg_ent;  /* ceil(B / chunk) * N entity row indices */
+	uint32_t n_ent_rows;      /* rows in the entity arrays (bounds, reg) */
+	uint32_t n_rel_rows;      /* rows in the relation arrays */
+};
+
+/* Loss of a batch, as DGL-KE's forward() defines it:
+ *   pos_loss = mean_i -logsigmoid(pos_score_i)
+ *   neg_loss = mean_i sum_j w_ij * -logsigmoid(-neg_score_ij), with
+ *              w_ij = 1/N, or softmax_j(neg_score_ij * adv_temp) under -adv
+ *              (the weights are constants for the gradient, as DGL-KE's
+ *              .detach())
+ *   loss     = (pos_loss + neg_loss) / 2 + reg
+ *   reg      = reg_coef * sum |x|^p over the rows the batch uses, counted
+ *              as DGL-KE's trace counts them: each distinct positive entity
+ *              row once, each negative slot once (a row sampled twice counts
+ *              twice; a positive entity also drawn as negative counts for
+ *              both), each relation once per triple using it.
+ * DGL-KE's printed "loss" is loss - reg. */
+struct rdps_step_result {
+	double loss;     /* total, the function the gradients belong to */
+	double pos_loss; /* see above */
+	double neg_loss;
+	double reg;      /* 0 when reg_coef == 0 */
+};
+
+/* Bytes of scratch rdps_model_step() needs for batches whose chunk, neg,
+ * n_ent_rows and n_rel_rows do not exceed these (the size grows with each,
+ * so size once for the largest shape). Includes 64 bytes of alignment
+ * slack: any pointer may be passed. */
+size_t rdps_model_scratch_size(const struct rdps_model *m, uint32_t chunk,
+			       uint32_t neg, uint32_t n_ent_rows,
+			       uint32_t n_rel_rows);
+
+/*
+ * Computes the loss of batch b and ADDS its gradient to ent_grad / rel_grad
+ * (same shapes as ent_rows / rel_rows: n_ent_rows x entity_dim and
+ * n_rel_rows x relation_dim; the caller zeroes them, or not, to accumulate
+ * several batches). Gradient buffers must not overlap the row arrays or the
+ * scratch. Allocates nothing, takes no locks, logs nothing.
+ *
+ * Returns 0, -EINVAL (bad shape, an index out of its table, NULL pointer)
+ * or -ENOBUFS (scratch_size smaller than rdps_model_scratch_size()). On
+ * error nothing has been written to the gradients. res may be NULL.
+ */
+int rdps_model_step(const struct rdps_model *m, const struct rdps_batch *b,
+		    const float *ent_rows, const float *rel_rows,
+		    float *ent_grad, float *rel_grad, void *scratch,
+		    size_t scratch_size, struct rdps_step_result *res);
+
+/* ------------------------------------------------------------------------ */
+/* Triple set (the evaluation filter)                                        */
+/* ------------------------------------------------------------------------ */
+
+struct rdps_triple {
+	uint32_t h; /* head entity id */
+	uint32_t r; /* relation id */
+	uint32_t t; /* tail entity id */
+};
+
+struct rdps_triple_set;
+
+/* Open-addressing hash set of (h, r, t). expected sizes the first table
+ * (it grows). 0 or -ENOMEM. */
+int rdps_triple_set_create(struct rdps_triple_set **out, size_t expected);
+void rdps_triple_set_destroy(struct rdps_triple_set *s);
+
+/* Inserts n triples; duplicates are ignored. Returns the number newly
+ * inserted (clamped to INT32_MAX in the return value) or -ENOMEM. */
+long rdps_triple_set_add(struct rdps_triple_set *s, const struct rdps_triple *t,
+			 size_t n);
+bool rdps_triple_set_contains(const struct rdps_triple_set *s, uint32_t h,
+			      uint32_t r, uint32_t t);
+size_t rdps_triple_set_count(const struct rdps_triple_set *s);
+
+/* The distinct triples in insertion order; valid until the next add. */
+const struct rdps_triple *rdps_triple_set_items(const struct rdps_triple_set *s);
+
+/* ------------------------------------------------------------------------ */
+/* Filtered ranking evaluation                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * For a test triple (h, r, t) the tail query ranks t among all entities c
+ * by score(h, r, c) and the head query ranks h by score(c, r, t). Candidates
+ * c with (h, r, c) (resp. (c, r, t)) in the filter set are skipped, as is
+ * the true entity itself (also without a filter: "raw" ranking). With
+ * gt = #candidates scoring strictly higher and eq = #candidates scoring
+ * exactly equal to the true entity:
+ *
+ *   PESSIMISTIC: rank = 1 + gt + eq   (DGL-KE: sum(neg >= pos) + 1)
+ *   OPTIMISTIC:  rank = 1 + gt
+ *   MEAN:        rank = 1 + gt + eq / 2
+ *
+ * Scores are computed in the query form (TransE: gamma - ||(h + r) - c||,
+ * head side gamma - ||c - (t - r)||, ...), the same arithmetic for the true
+ * entity and every candidate, so equal rows give equal scores.
+ */
+enum rdps_eval_ties {
+	RDPS_EVAL_TIES_PESSIMISTIC = 0,
+	RDPS_EVAL_TIES_OPTIMISTIC = 1,
+	RDPS_EVAL_TIES_MEAN = 2,
+};
+
+enum rdps_eval_side {
+	RDPS_EVAL_TAIL = 1, /* rank t for (h, r, ?) */
+	RDPS_EVAL_HEAD = 2, /* rank h for (?, r, t) */
+	RDPS_EVAL_BOTH = 3,
+};
+
+struct rdps_eval_params {
+	const struct rdps_model *model;      /* scores; must outlive the eval */
+	const struct rdps_triple *test;      /* triples to rank (copied) */
+	size_t n_test;
+	const struct rdps_triple_set *filter; /* NULL: raw ranking; read at
+					       * create only */
+	uint32_t n_entities;   /* candidate ids are < n_entities */
+	unsigned num_threads;  /* workers for add_candidates; 0 means 1 */
+	enum rdps_eval_ties ties;
+	unsigned sides;        /* enum rdps_eval_side mask; 0 means BOTH */
+};
+
+struct rdps_eval;
+
+/* Copies the test triples and builds, per query, the sorted list of
+ * filtered candidate ids. 0, -EINVAL (bad params, test ids out of range) or
+ * -ENOMEM. */
+int rdps_eval_create(struct rdps_eval **out, const struct rdps_eval_params *p);
+void rdps_eval_destroy(struct rdps_eval *ev); /* NULL is fine */
+
+/* Number of queries: n_test per side. Query q < n_test is the tail query of
+ * test q when RDPS_EVAL_TAIL is set; head queries follow (or come alone). */
+size_t rdps_eval_num_queries(const struct rdps_eval *ev);
+
+/* Gives the embeddings of the test triples: head_rows, tail_rows (n_test x
+ * entity_dim) and rel_rows (n_test x relation_dim), row i for test i. Builds
+ * the query vectors and the true entities' scores; resets the counts. Must
+ * be called before rdps_eval_add_candidates(). 0 or -EINVAL. */
+int rdps_eval_set_rows(struct rdps_eval *ev, const float *head_rows,
+		       const float *rel_rows, const float *tail_rows);
+
+/* Ranks every query against candidates first_id .. first_id + count - 1,
+ * whose rows (count x entity_dim) are given; accumulates gt/eq counts. Any
+ * chunking of the entity range, in any order, gives the same counts as one
+ * call over all entities, as long as each id is given once. Runs
+ * num_threads workers (threads are started per call: pass large chunks;
+ * if a thread cannot start, its share runs in the calling thread). Rows
+ * must stay valid during the call only. 0, or -EINVAL (range beyond
+ * n_entities, rows not set). */
+int rdps_eval_add_candidates(struct rdps_eval *ev, uint32_t first_id,
+			     const float *rows, uint32_t count);
+
+/* Per-query partial state, for reduction across processes that rank
+ * disjoint candidate ranges of the same tests: copy out (arrays of
+ * rdps_eval_num_queries() entries), and add another process's counts. */
+void rdps_eval_get_counts(const struct rdps_eval *ev, uint32_t *gt,
+			  uint32_t *eq);
+int rdps_eval_add_counts(struct rdps_eval *ev, const uint32_t *gt,
+			 const uint32_t *eq);
+
+/* Reducible metric sums, for processes that rank disjoint test triples
+ * against all entities: add them and convert once. */
+struct rdps_eval_sums {
+	double sum_rr;   /* sum of 1 / rank */
+	double sum_rank; /* sum of rank */
+	uint64_t hits1;  /* queries with rank <= 1 */
+	uint64_t hits3;
+	uint64_t hits10;
+	uint64_t count;  /* queries */
+};
+
+struct rdps_eval_metrics {
+	double mrr;
+	double mr;
+	double hits1;
+	double hits3;
+	double hits10;
+	uint64_t count; /* queries averaged over */
+};
+
+/* Ranks from the current counts (call after all candidates were added). */
+void rdps_eval_get_sums(const struct rdps_eval *ev, struct rdps_eval_sums *s);
+void rdps_eval_sums_add(struct rdps_eval_sums *dst,
+			const struct rdps_eval_sums *src);
+void rdps_eval_metrics_from_sums(const struct rdps_eval_sums *s,
+				 struct rdps_eval_metrics *m);
+/* get_sums + metrics_from_sums. */
+void rdps_eval_finish(const struct rdps_eval *ev, struct rdps_eval_metrics *m);
+
+/* Writes DGL-KE's result lines into buf:
+ *   "<mode> average MRR : 0.5281...\n" then MR, HITS@1, HITS@3, HITS@10,
+ * numbers as Python's repr prints them (shortest round-trip form). Returns
+ * the length that the full text has (as snprintf; truncated if >= len). */
+int rdps_eval_format(char *buf, size_t len, const char *mode,
+		     const struct rdps_eval_metrics *m);
+
+/* ------------------------------------------------------------------------ */
+/* NumPy .npy                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Header numpy 1.24 writes for a float32 C-order (rows, cols) array:
+ * "\x93NUMPY" 1 0, little-endian u16 length, the dict
+ * "{'descr': '<f4', 'fortran_order': False, 'shape': (R, C), }", numpy's
+ * growth spaces, padding spaces and '\n' so data starts at a multiple of 64.
+ * Returns the header length (<= 256), or -ENOSPC if len is too small. */
+int rdps_npy_header_f32(char *buf, size_t len, uint64_t rows, uint64_t cols);
+
+/* Writes rows x cols float32 (host order must be little-endian) to path
+ * atomically: a temporary file in the same directory, fsync, rename, fsync
+ * of the directory. 0 or -errno. */
+int rdps_npy_write_f32(const char *path, const float *data, uint64_t rows,
+		       uint64_t cols);
+
+/* Reads a 2-D little-endian float32 C-order .npy (v1.0 or v2.0 header);
+ * *data is malloc'd (free() it). 0, -EINVAL (not such an array) or -errno. */
+int rdps_npy_read_f32(const char *path, float **data, uint64_t *rows,
+		      uint64_t *cols);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RDPS_TRAINER_H */

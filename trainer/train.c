@@ -1,0 +1,1071 @@
+// SPDX-License-Identifier: MIT
+/* The training job: sampling, pull/compute/push steps, evaluation, export. */
+#include <errno.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rdps/client.h"
+#include "rdps/common.h"
+#include "rdps/dataset.h"
+#include "rdps/partition.h"
+#include "rdps/server.h"
+#include "rdps/train.h"
+
+#define EVAL_CHUNK_ROWS 8192u /* candidate rows pulled per evaluation round */
+#define SAVE_CHUNK_ROWS 8192u
+
+void rdps_train_opts_init(struct rdps_train_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	rdps_model_params_init(&o->model);
+	o->transport = "auto";
+	o->num_trainers = 1;
+	o->num_thread = 1;
+	o->batch_size = 1024;
+	o->neg_sample_size = 256;
+	o->max_step = 80000;
+	o->log_interval = 1000;
+	o->lr = 0.01f;
+	o->optimizer = RDPS_OPT_ADAGRAD_ROW;
+	o->shutdown_servers = true;
+}
+
+struct job;
+
+struct worker {
+	struct job *j;
+	uint32_t t;                 /* thread index */
+	struct rdps_client *c;
+	uint32_t ent_table, rel_table;
+	uint64_t rng;
+	/* this thread's positives: indices into j->train, reshuffled per epoch */
+	uint32_t *order;
+	uint64_t norder, cursor;
+	/* batch */
+	uint32_t *head, *rel, *tail, *neg, *tmp;
+	uint64_t *ent_ids, *rel_ids;
+	uint32_t n_ent, n_rel;
+	float *ent_rows, *rel_rows, *ent_grad, *rel_grad;
+	void *scratch;
+	size_t scratch_size;
+	/* progress */
+	uint64_t steps, positives;
+	double loss_sum;
+	uint64_t loss_n;
+	uint64_t pull_ns, push_ns, comp_ns;
+	int ret;
+	pthread_t thread;
+};
+
+struct job {
+	const struct rdps_train_opts *o;
+	struct rdps_train_result *res;
+	struct rdps_model *model;
+	uint32_t ent_dim, rel_dim;
+	uint64_t num_entities;
+	uint32_t num_relations;
+	char dataset_name[128];
+	struct rdps_triples train;      /* this trainer's positives */
+	struct rdps_triples all_train;  /* every train triple (filter), may alias train */
+	struct rdps_triples valid, test;
+	uint32_t *new_to_old;           /* NULL: ids are the original ones */
+	struct rdps_ipconfig ipc;       /* standalone: the in-process server */
+	struct rdps_server *srv;
+	pthread_t srv_thread;
+	uint32_t chunk;
+	uint64_t t_start;
+	pthread_mutex_t lock;
+	int ret;                        /* first error */
+	char err[640];
+	struct worker *w;
+};
+
+static void job_fail(struct job *j, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void job_fail(struct job *j, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&j->lock);
+	if (!j->ret) {
+		j->ret = ret;
+		va_start(ap, fmt);
+		vsnprintf(j->err, sizeof(j->err), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&j->lock);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* Uniform in [0, n) without modulo bias worth caring about (n < 2^32). */
+static inline uint32_t uniform(uint64_t *s, uint64_t n)
+{
+	return (uint32_t)(((xorshift(s) >> 32) * n) >> 32);
+}
+
+static void shuffle(uint32_t *a, uint64_t n, uint64_t *rng)
+{
+	for (uint64_t i = n; i > 1; i--) {
+		uint64_t k = ((xorshift(rng) >> 11) % i);
+		uint32_t t = a[i - 1];
+
+		a[i - 1] = a[k];
+		a[k] = t;
+	}
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts and deduplicates ids[0..n) into out (as u64), returns the count. */
+static uint32_t unique_ids(uint32_t *ids, uint32_t n, uint64_t *out)
+{
+	uint32_t m = 0;
+
+	qsort(ids, n, sizeof(uint32_t), cmp_u32);
+	for (uint32_t i = 0; i < n; i++)
+		if (!m || out[m - 1] != ids[i])
+			out[m++] = ids[i];
+	return m;
+}
+
+/* Index of id in the sorted unique list. */
+static inline uint32_t index_of(const uint64_t *u, uint32_t n, uint32_t id)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (u[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int worker_alloc(struct worker *w)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	uint32_t B = o->batch_size, nchunks = (B + j->chunk - 1) / j->chunk;
+	uint32_t negs = nchunks * o->neg_sample_size;
+	uint32_t max_ent = 2 * B + negs;
+
+	w->head = malloc(B * sizeof(uint32_t));
+	w->rel = malloc(B * sizeof(uint32_t));
+	w->tail = malloc(B * sizeof(uint32_t));
+	w->neg = malloc(negs * sizeof(uint32_t));
+	w->tmp = malloc(max_ent * sizeof(uint32_t));
+	w->ent_ids = malloc(max_ent * sizeof(uint64_t));
+	w->rel_ids = malloc(B * sizeof(uint64_t));
+	w->ent_rows = aligned_alloc(64, RDPS_ALIGN_UP((size_t)max_ent * j->ent_dim * 4, 64));
+	w->ent_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)max_ent * j->ent_dim * 4, 64));
+	w->rel_rows = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
+	w->rel_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
+	w->scratch_size = rdps_model_scratch_size(j->model, j->chunk, o->neg_sample_size,
+						  max_ent, B);
+	w->scratch = malloc(w->scratch_size);
+	if (!w->head || !w->rel || !w->tail || !w->neg || !w->tmp || !w->ent_ids ||
+	    !w->rel_ids || !w->ent_rows || !w->ent_grad || !w->rel_rows || !w->rel_grad ||
+	    !w->scratch)
+		return -ENOMEM;
+	/* This thread's share of the trainer's positives. */
+	for (uint64_t i = w->t; i < j->train.count; i += j->o->num_thread)
+		w->norder++;
+	w->order = malloc((w->norder ? w->norder : 1) * sizeof(uint32_t));
+	if (!w->order)
+		return -ENOMEM;
+	for (uint64_t i = w->t, k = 0; i < j->train.count; i += j->o->num_thread)
+		w->order[k++] = (uint32_t)i;
+	return 0;
+}
+
+static void worker_free(struct worker *w)
+{
+	free(w->head);
+	free(w->rel);
+	free(w->tail);
+	free(w->neg);
+	free(w->tmp);
+	free(w->ent_ids);
+	free(w->rel_ids);
+	free(w->ent_rows);
+	free(w->ent_grad);
+	free(w->rel_rows);
+	free(w->rel_grad);
+	free(w->scratch);
+	free(w->order);
+	rdps_client_destroy(w->c);
+}
+
+static int connect_worker(struct worker *w)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_client_params p = {
+		.ip_config = o->standalone ? NULL : o->ip_config,
+		.servers = o->standalone ? &j->ipc : NULL,
+		.transport = o->standalone ? "inproc" : o->transport,
+		.client_id = o->rank * o->num_thread + w->t,
+		.num_clients = o->num_trainers * o->num_thread,
+		.timeout_ms = o->timeout_ms,
+		.read_consistency = o->read_consistency,
+		.quiet = w->t != 0 || o->standalone,
+	};
+	struct rdps_table_info ent, rel;
+	char err[640];
+	int ret;
+
+	ret = rdps_client_create(&p, &w->c, err, sizeof(err));
+	if (ret) {
+		job_fail(j, ret, "%s", err);
+		return ret;
+	}
+	if (rdps_client_table(w->c, "entity", &ent) || rdps_client_table(w->c, "relation", &rel)) {
+		job_fail(j, -ENOENT, "the servers have no 'entity' and 'relation' tables");
+		return -ENOENT;
+	}
+	if (ent.num_rows != j->num_entities || rel.num_rows != j->num_relations) {
+		job_fail(j, -EINVAL,
+			 "the servers hold %llu entities and %llu relations, the dataset has %llu and %u "
+			 "(servers started for another dataset?)",
+			 (unsigned long long)ent.num_rows, (unsigned long long)rel.num_rows,
+			 (unsigned long long)j->num_entities, j->num_relations);
+		return -EINVAL;
+	}
+	if (ent.dim != j->ent_dim || rel.dim != j->rel_dim) {
+		job_fail(j, -EINVAL,
+			 "%s with hidden_dim %u needs entity rows of %u and relation rows of %u floats; "
+			 "the servers hold %u and %u (start them with the same --model_name and --hidden_dim)",
+			 rdps_model_name(j->model), o->model.hidden_dim, j->ent_dim, j->rel_dim,
+			 ent.dim, rel.dim);
+		return -EINVAL;
+	}
+	w->ent_table = ent.id;
+	w->rel_table = rel.id;
+	return 0;
+}
+
+/* Fills the batch: positives, negatives, unique rows and their indices. */
+static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	uint32_t B = o->batch_size, N = o->neg_sample_size;
+	uint32_t nchunks = (B + j->chunk - 1) / j->chunk, n = 0;
+
+	for (uint32_t i = 0; i < B; i++) {
+		const uint32_t *tr;
+
+		if (w->cursor == w->norder) {
+			shuffle(w->order, w->norder, &w->rng);
+			w->cursor = 0;
+		}
+		tr = j->train.ids + 3 * (uint64_t)w->order[w->cursor++];
+		w->head[i] = tr[0];
+		w->rel[i] = tr[1];
+		w->tail[i] = tr[2];
+	}
+	for (uint32_t i = 0; i < nchunks * N; i++)
+		w->neg[i] = uniform(&w->rng, j->num_entities);
+	memcpy(w->tmp, w->head, B * 4);
+	memcpy(w->tmp + B, w->tail, B * 4);
+	memcpy(w->tmp + 2 * B, w->neg, (size_t)nchunks * N * 4);
+	w->n_ent = unique_ids(w->tmp, 2 * B + nchunks * N, w->ent_ids);
+	memcpy(w->tmp, w->rel, B * 4);
+	w->n_rel = unique_ids(w->tmp, B, w->rel_ids);
+	/* Ids become row indices of the pulled (sorted, unique) rows. */
+	for (uint32_t i = 0; i < B; i++) {
+		w->head[i] = index_of(w->ent_ids, w->n_ent, w->head[i]);
+		w->tail[i] = index_of(w->ent_ids, w->n_ent, w->tail[i]);
+		w->rel[i] = index_of(w->rel_ids, w->n_rel, w->rel[i]);
+	}
+	for (uint32_t i = 0; i < nchunks * N; i++, n++)
+		w->neg[i] = index_of(w->ent_ids, w->n_ent, w->neg[i]);
+	*b = (struct rdps_batch){
+		.size = B, .chunk = j->chunk, .neg = N, .neg_head = neg_head,
+		.head = w->head, .rel = w->rel, .tail = w->tail, .neg_ent = w->neg,
+		.n_ent_rows = w->n_ent, .n_rel_rows = w->n_rel,
+	};
+}
+
+static void log_progress(struct job *j, uint64_t step)
+{
+	const struct rdps_train_opts *o = j->o;
+	double secs = (rdps_now_ns() - j->t_start) / 1e9, loss = 0, pull = 0, push = 0, comp = 0;
+	uint64_t pos = 0, n = 0, steps = 0;
+
+	for (uint32_t t = 0; t < o->num_thread; t++) {
+		struct worker *w = &j->w[t];
+
+		pos += __atomic_load_n(&w->positives, __ATOMIC_RELAXED);
+		steps += __atomic_load_n(&w->steps, __ATOMIC_RELAXED);
+	}
+	/* Interval figures from thread 0, which resets them. */
+	n = j->w[0].loss_n ? j->w[0].loss_n : 1;
+	loss = j->w[0].loss_sum / n;
+	pull = j->w[0].pull_ns / 1e6 / n;
+	push = j->w[0].push_ns / 1e6 / n;
+	comp = j->w[0].comp_ns / 1e6 / n;
+	j->res->last_loss = loss;
+	j->w[0].loss_sum = 0;
+	j->w[0].loss_n = 0;
+	j->w[0].pull_ns = j->w[0].push_ns = j->w[0].comp_ns = 0;
+	printf("[trainer %u] step %llu/%llu  loss %.4f  %.0f pos/s  pull %.2f ms  compute %.2f ms  push %.2f ms\n",
+	       o->rank, (unsigned long long)step, (unsigned long long)o->max_step, loss,
+	       secs > 0 ? pos / secs : 0.0, pull, comp, push);
+	fflush(stdout);
+	(void)steps;
+}
+
+static int train_loop(struct worker *w)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_step_result sr;
+	struct rdps_batch b;
+	int ret;
+
+	if (!w->norder)
+		return 0; /* nothing local to train on (more threads than triples) */
+	for (uint64_t step = 0; step < o->max_step && !__atomic_load_n(&j->ret, __ATOMIC_RELAXED);
+	     step++) {
+		uint64_t t0, t1, t2, t3;
+
+		/* DGL-KE alternates head and tail corruption. */
+		build_batch(w, &b, (int)(step & 1));
+		t0 = rdps_now_ns();
+		ret = rdps_client_pull(w->c, w->ent_table, w->ent_ids, w->n_ent, w->ent_rows);
+		if (!ret)
+			ret = rdps_client_pull(w->c, w->rel_table, w->rel_ids, w->n_rel, w->rel_rows);
+		if (ret) {
+			job_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
+			return ret;
+		}
+		t1 = rdps_now_ns();
+		memset(w->ent_grad, 0, (size_t)w->n_ent * j->ent_dim * 4);
+		memset(w->rel_grad, 0, (size_t)w->n_rel * j->rel_dim * 4);
+		ret = rdps_model_step(j->model, &b, w->ent_rows, w->rel_rows, w->ent_grad,
+				      w->rel_grad, w->scratch, w->scratch_size, &sr);
+		if (ret) {
+			job_fail(j, ret, "model step failed: %s", rdps_strerror(ret));
+			return ret;
+		}
+		t2 = rdps_now_ns();
+		ret = rdps_client_push(w->c, w->ent_table, w->ent_ids, w->ent_grad, w->n_ent);
+		if (!ret)
+			ret = rdps_client_push(w->c, w->rel_table, w->rel_ids, w->rel_grad, w->n_rel);
+		if (!ret && o->sync_push)
+			ret = rdps_client_flush(w->c);
+		if (ret) {
+			job_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
+			return ret;
+		}
+		t3 = rdps_now_ns();
+		w->pull_ns += t1 - t0;
+		w->comp_ns += t2 - t1;
+		w->push_ns += t3 - t2;
+		/* DGL-KE's printed loss leaves out the regularization. */
+		w->loss_sum += sr.loss - sr.reg;
+		w->loss_n++;
+		__atomic_store_n(&w->steps, step + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->positives, w->positives + o->batch_size, __ATOMIC_RELAXED);
+		if (w->t == 0 && o->log_interval && (step + 1) % o->log_interval == 0)
+			log_progress(j, step + 1);
+	}
+	return 0;
+}
+
+/* Pulls rows of ids (u32) into out, in bounded pieces. */
+static int pull_ids(struct worker *w, uint32_t table, const uint32_t *ids, uint64_t n,
+		    uint32_t dim, float *out, uint64_t *buf)
+{
+	for (uint64_t pos = 0; pos < n;) {
+		uint64_t m = n - pos < EVAL_CHUNK_ROWS ? n - pos : EVAL_CHUNK_ROWS;
+		int ret;
+
+		for (uint64_t i = 0; i < m; i++)
+			buf[i] = ids[pos + i];
+		ret = rdps_client_pull(w->c, table, buf, m, out + pos * dim);
+		if (ret)
+			return ret;
+		pos += m;
+	}
+	return 0;
+}
+
+/* Ranks this trainer's share of split (thread 0 only) and reduces the
+ * sums over every client of the job (all threads). */
+static int evaluate(struct worker *w, const struct rdps_triples *split, const char *name,
+		    struct rdps_triple_set *filter, struct rdps_eval_metrics *m)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_eval_sums sums = { 0 };
+	struct rdps_eval *ev = NULL;
+	struct rdps_triple *share = NULL;
+	uint32_t *h = NULL, *r = NULL, *t = NULL;
+	float *hr = NULL, *rr = NULL, *tr = NULL, *cand = NULL;
+	uint64_t *buf = NULL, n = 0;
+	double v[6];
+	int ret = 0;
+
+	if (w->t == 0) {
+		uint64_t t0 = rdps_now_ns();
+
+		for (uint64_t i = o->rank; i < split->count; i += o->num_trainers)
+			n++;
+		share = malloc((n ? n : 1) * sizeof(*share));
+		h = malloc((n ? n : 1) * 4);
+		r = malloc((n ? n : 1) * 4);
+		t = malloc((n ? n : 1) * 4);
+		hr = malloc((n ? n : 1) * j->ent_dim * 4);
+		tr = malloc((n ? n : 1) * j->ent_dim * 4);
+		rr = malloc((n ? n : 1) * j->rel_dim * 4);
+		cand = malloc((size_t)EVAL_CHUNK_ROWS * j->ent_dim * 4);
+		buf = malloc(EVAL_CHUNK_ROWS * sizeof(uint64_t));
+		if (!share || !h || !r || !t || !hr || !tr || !rr || !cand || !buf) {
+			ret = -ENOMEM;
+			goto reduce;
+		}
+		n = 0;
+		for (uint64_t i = o->rank; i < split->count; i += o->num_trainers, n++) {
+			share[n] = (struct rdps_triple){ split->ids[3 * i], split->ids[3 * i + 1],
+							 split->ids[3 * i + 2] };
+			h[n] = share[n].h;
+			r[n] = share[n].r;
+			t[n] = share[n].t;
+		}
+		if (n) {
+			struct rdps_eval_params ep = {
+				.model = j->model, .test = share, .n_test = n, .filter = filter,
+				.n_entities = (uint32_t)j->num_entities,
+				.num_threads = o->num_thread,
+				.ties = RDPS_EVAL_TIES_PESSIMISTIC, /* DGL-KE: score >= true */
+				.sides = RDPS_EVAL_BOTH,
+			};
+
+			ret = rdps_eval_create(&ev, &ep);
+			if (!ret)
+				ret = pull_ids(w, w->ent_table, h, n, j->ent_dim, hr, buf);
+			if (!ret)
+				ret = pull_ids(w, w->ent_table, t, n, j->ent_dim, tr, buf);
+			if (!ret)
+				ret = pull_ids(w, w->rel_table, r, n, j->rel_dim, rr, buf);
+			if (!ret)
+				ret = rdps_eval_set_rows(ev, hr, rr, tr);
+			/* Candidates stream through in chunks: no trainer holds the
+			 * whole entity table. */
+			for (uint64_t c = 0; !ret && c < j->num_entities; c += EVAL_CHUNK_ROWS) {
+				uint64_t cnt = j->num_entities - c < EVAL_CHUNK_ROWS
+						       ? j->num_entities - c
+						       : EVAL_CHUNK_ROWS;
+
+				for (uint64_t i = 0; i < cnt; i++)
+					buf[i] = c + i;
+				ret = rdps_client_pull(w->c, w->ent_table, buf, cnt, cand);
+				if (!ret)
+					ret = rdps_eval_add_candidates(ev, (uint32_t)c, cand,
+								       (uint32_t)cnt);
+			}
+			if (!ret)
+				rdps_eval_get_sums(ev, &sums);
+		}
+		if (!ret)
+			rdps_info("trainer %u: ranked %llu %s triples in %.1f s", o->rank,
+				  (unsigned long long)n, name, (rdps_now_ns() - t0) / 1e9);
+	}
+reduce:
+	if (ret)
+		job_fail(j, ret, "evaluation on %s: %s", name,
+			 ret == -ENOMEM ? "out of memory" : rdps_client_errmsg(w->c));
+	v[0] = sums.sum_rr;
+	v[1] = sums.sum_rank;
+	v[2] = (double)sums.hits1;
+	v[3] = (double)sums.hits3;
+	v[4] = (double)sums.hits10;
+	v[5] = (double)sums.count;
+	if (!ret) {
+		ret = rdps_client_allreduce(w->c, v, 6);
+		if (ret)
+			job_fail(j, ret, "reducing %s metrics: %s", name, rdps_client_errmsg(w->c));
+	}
+	if (!ret) {
+		sums = (struct rdps_eval_sums){ v[0], v[1], (uint64_t)v[2], (uint64_t)v[3],
+						(uint64_t)v[4], (uint64_t)v[5] };
+		rdps_eval_metrics_from_sums(&sums, m);
+	}
+	rdps_eval_destroy(ev);
+	free(share);
+	free(h);
+	free(r);
+	free(t);
+	free(hr);
+	free(rr);
+	free(tr);
+	free(cand);
+	free(buf);
+	return ret;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	FILE *in = fopen(from, "rb"), *out;
+	char buf[65536];
+	size_t n;
+	int ret = 0;
+
+	if (!in)
+		return -errno;
+	out = fopen(to, "wb");
+	if (!out) {
+		ret = -errno;
+		fclose(in);
+		return ret;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			ret = -EIO;
+	if (ferror(in))
+		ret = -EIO;
+	fclose(in);
+	if (fclose(out))
+		ret = -EIO;
+	return ret;
+}
+
+/* Pulls a whole table in chunks and writes it in original id order. */
+static int save_table(struct worker *w, uint32_t table, uint64_t rows, uint32_t dim,
+		      const uint32_t *new_to_old, const char *path)
+{
+	float *all = malloc((rows ? rows : 1) * dim * sizeof(float));
+	float *chunk = malloc((size_t)SAVE_CHUNK_ROWS * dim * sizeof(float));
+	uint64_t *ids = malloc(SAVE_CHUNK_ROWS * sizeof(uint64_t));
+	int ret = 0;
+
+	if (!all || !chunk || !ids) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t c = 0; c < rows && !ret; c += SAVE_CHUNK_ROWS) {
+		uint64_t cnt = rows - c < SAVE_CHUNK_ROWS ? rows - c : SAVE_CHUNK_ROWS;
+
+		for (uint64_t i = 0; i < cnt; i++)
+			ids[i] = c + i;
+		ret = rdps_client_pull(w->c, table, ids, cnt, chunk);
+		for (uint64_t i = 0; !ret && i < cnt; i++) {
+			uint64_t dst = new_to_old ? new_to_old[c + i] : c + i;
+
+			memcpy(all + dst * dim, chunk + i * dim, dim * sizeof(float));
+		}
+	}
+	if (!ret)
+		ret = rdps_npy_write_f32(path, all, rows, dim);
+out:
+	free(all);
+	free(chunk);
+	free(ids);
+	return ret;
+}
+
+static int save_config(struct job *j, const char *path)
+{
+	const struct rdps_train_opts *o = j->o;
+	json_t *cfg = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:i, s:i, s:i, s:I, s:b, s:f, s:f, s:f, "
+				"s:i, s:i, s:I, s:I, s:s}",
+				"model_name", rdps_model_name(j->model),
+				"dataset", j->dataset_name,
+				"data_path", o->data_dir,
+				"hidden_dim", (int)o->model.hidden_dim,
+				"gamma", (double)o->model.gamma,
+				"lr", (double)o->lr,
+				"batch_size", (int)o->batch_size,
+				"neg_sample_size", (int)o->neg_sample_size,
+				"neg_chunk_size", (int)j->chunk,
+				"max_step", (json_int_t)o->max_step,
+				"neg_adversarial_sampling", o->model.adv,
+				"adversarial_temperature", (double)o->model.adv_temp,
+				"regularization_coef", (double)o->model.reg_coef,
+				"regularization_norm", (double)o->model.reg_norm,
+				"emb_size_entity", (int)j->ent_dim,
+				"emb_size_relation", (int)j->rel_dim,
+				"n_entities", (json_int_t)j->num_entities,
+				"n_relations", (json_int_t)j->num_relations,
+				"id_order", "entities.dict / relations.dict ids");
+	int ret;
+
+	if (!cfg)
+		return -ENOMEM;
+	json_object_set_new(cfg, "num_trainers", json_integer(o->num_trainers));
+	json_object_set_new(cfg, "num_thread", json_integer(o->num_thread));
+	json_object_set_new(cfg, "double_ent", json_boolean(j->ent_dim != o->model.hidden_dim));
+	ret = json_dump_file(cfg, path, JSON_INDENT(4) | JSON_SORT_KEYS) ? -EIO : 0;
+	json_decref(cfg);
+	return ret;
+}
+
+static int save_all(struct worker *w)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	char path[4096], from[4096];
+	int ret;
+
+	if (mkdir(o->save_path, 0755) && errno != EEXIST) {
+		job_fail(j, -errno, "cannot create --save_path %s: %s", o->save_path, strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s/%s_%s_entity.npy", o->save_path, j->dataset_name,
+		 rdps_model_name(j->model));
+	ret = save_table(w, w->ent_table, j->num_entities, j->ent_dim, j->new_to_old, path);
+	if (!ret) {
+		snprintf(path, sizeof(path), "%s/%s_%s_relation.npy", o->save_path,
+			 j->dataset_name, rdps_model_name(j->model));
+		ret = save_table(w, w->rel_table, j->num_relations, j->rel_dim, NULL, path);
+	}
+	for (int i = 0; !ret && i < 2; i++) {
+		const char *f = i ? "relations.dict" : "entities.dict";
+
+		snprintf(from, sizeof(from), "%s/%s", o->data_dir, f);
+		snprintf(path, sizeof(path), "%s/%s", o->save_path, f);
+		ret = copy_file(from, path);
+	}
+	if (!ret) {
+		snprintf(path, sizeof(path), "%s/config.json", o->save_path);
+		ret = save_config(j, path);
+	}
+	if (ret)
+		job_fail(j, ret, "saving embeddings to %s: %s", o->save_path,
+			 ret == -EIO || ret == -ENOMEM ? rdps_strerror(ret) : rdps_client_errmsg(w->c));
+	else
+		rdps_info("trainer %u: embeddings saved to %s", o->rank, o->save_path);
+	return ret;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_triple_set *filter = NULL;
+	int ret;
+
+	ret = connect_worker(w);
+	if (ret)
+		goto out;
+	/* Everyone connected before anyone trains. */
+	ret = rdps_client_barrier(w->c);
+	if (ret) {
+		job_fail(j, ret, "barrier: %s", rdps_client_errmsg(w->c));
+		goto out;
+	}
+	if (w->t == 0)
+		j->t_start = rdps_now_ns();
+	ret = train_loop(w);
+	if (ret)
+		goto out;
+	ret = rdps_client_barrier(w->c);
+	if (ret) {
+		job_fail(j, ret, "barrier after training: %s", rdps_client_errmsg(w->c));
+		goto out;
+	}
+	if (w->t == 0) {
+		double secs = (rdps_now_ns() - j->t_start) / 1e9;
+		uint64_t pos = 0;
+
+		for (uint32_t t = 0; t < o->num_thread; t++)
+			pos += j->w[t].positives;
+		j->res->train_seconds = secs;
+		j->res->pos_per_second = secs > 0 ? pos / secs : 0;
+		printf("[trainer %u] training done: %llu steps x %u threads in %.1f s, %.0f pos triples/s\n",
+		       o->rank, (unsigned long long)o->max_step, o->num_thread, secs,
+		       j->res->pos_per_second);
+		fflush(stdout);
+	}
+	if ((o->test || o->valid) && w->t == 0) {
+		/* The filter: every true triple of the dataset. */
+		ret = rdps_triple_set_create(&filter, j->all_train.count + j->valid.count +
+						      j->test.count);
+		const struct rdps_triples *sets[3] = { &j->all_train, &j->valid, &j->test };
+
+		for (int s = 0; !ret && s < 3; s++) {
+			long n = rdps_triple_set_add(filter, (const struct rdps_triple *)sets[s]->ids,
+						     sets[s]->count);
+
+			if (n < 0)
+				ret = (int)n;
+		}
+		if (ret)
+			job_fail(j, ret, "building the evaluation filter: %s", rdps_strerror(ret));
+	}
+	if (!ret && o->valid) {
+		ret = evaluate(w, &j->valid, "valid", filter, &j->res->valid);
+		j->res->have_valid = !ret;
+	}
+	if (!ret && o->test) {
+		ret = evaluate(w, &j->test, "test", filter, &j->res->test);
+		j->res->have_test = !ret;
+	}
+	if (!ret && o->save_path && o->rank == 0 && w->t == 0)
+		ret = save_all(w);
+	if (!ret) {
+		ret = rdps_client_barrier(w->c);
+		if (ret)
+			job_fail(j, ret, "final barrier: %s", rdps_client_errmsg(w->c));
+	}
+	if (!ret && !o->standalone && o->shutdown_servers && o->rank == 0 && w->t == 0) {
+		ret = rdps_client_shutdown_servers(w->c);
+		if (ret)
+			job_fail(j, ret, "shutting the servers down: %s", rdps_client_errmsg(w->c));
+	}
+out:
+	rdps_triple_set_destroy(filter);
+	w->ret = ret;
+	/* Leaving closes this client's connections: the others' collectives
+	 * then fail at once instead of waiting for a timeout. */
+	rdps_client_destroy(w->c);
+	w->c = NULL;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void *server_main(void *arg)
+{
+	rdps_server_run(arg);
+	return NULL;
+}
+
+static int start_standalone_server(struct job *j)
+{
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_server_config cfg = { .transport = "inproc", .server_id = 0, .num_tables = 2,
+					  .seed = o->seed };
+	float r = rdps_model_emb_init(j->model);
+	char err[512];
+	int ret;
+
+	ret = rdps_ipconfig_parse("standalone", "standalone 1 1", &j->ipc, err, sizeof(err));
+	if (ret)
+		return ret;
+	cfg.ipc = &j->ipc;
+	cfg.tables[0] = (struct rdps_server_table_config){
+		.name = "entity", .num_rows = j->num_entities, .dim = j->ent_dim,
+		.init = RDPS_INIT_UNIFORM, .init_range = r, .optimizer = o->optimizer, .lr = o->lr };
+	cfg.tables[1] = (struct rdps_server_table_config){
+		.name = "relation", .num_rows = j->num_relations, .dim = j->rel_dim,
+		.init = RDPS_INIT_UNIFORM, .init_range = r, .optimizer = o->optimizer, .lr = o->lr };
+	ret = rdps_server_create(&cfg, &j->srv, err, sizeof(err));
+	if (ret) {
+		job_fail(j, ret, "in-process store: %s", err);
+		return ret;
+	}
+	ret = -pthread_create(&j->srv_thread, NULL, server_main, j->srv);
+	if (ret) {
+		rdps_server_destroy(j->srv);
+		j->srv = NULL;
+	}
+	return ret;
+}
+
+/* True if dir_a/name and dir_b/name hold the same bytes. */
+static bool same_file(const char *dir_a, const char *dir_b, const char *name)
+{
+	char pa[4096], pb[4096], ba[65536], bb[65536];
+	FILE *fa, *fb;
+	bool same = true;
+
+	snprintf(pa, sizeof(pa), "%s/%s", dir_a, name);
+	snprintf(pb, sizeof(pb), "%s/%s", dir_b, name);
+	fa = fopen(pa, "rb");
+	fb = fopen(pb, "rb");
+	while (fa && fb && same) {
+		size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
+
+		same = na == nb && !memcmp(ba, bb, na);
+		if (!na || !nb)
+			break;
+	}
+	same = same && fa && fb;
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+/* Loads triples: from the partition (relabeled) or the dataset. */
+static int load_data(struct job *j, char *err, size_t errlen)
+{
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_dataset *ds = NULL;
+	struct rdps_partition *p = NULL;
+	int ret;
+
+	ret = rdps_dataset_open(o->data_dir, &ds, err, errlen);
+	if (ret)
+		return ret;
+	j->num_entities = rdps_dataset_num_entities(ds);
+	j->num_relations = rdps_dataset_num_relations(ds);
+	{
+		char tmp[4096];
+
+		snprintf(tmp, sizeof(tmp), "%s", o->data_dir);
+		snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", basename(tmp));
+	}
+	if (!o->partition_dir) {
+		ret = rdps_dataset_load(ds, RDPS_SPLIT_TRAIN, &j->all_train, err, errlen);
+		if (!ret && (o->valid))
+			ret = rdps_dataset_load(ds, RDPS_SPLIT_VALID, &j->valid, err, errlen);
+		if (!ret && (o->test))
+			ret = rdps_dataset_load(ds, RDPS_SPLIT_TEST, &j->test, err, errlen);
+		if (ret)
+			goto out;
+		/* Without a partition, trainers split the triples by rank. */
+		if (o->num_trainers == 1) {
+			j->train = j->all_train;
+		} else {
+			uint64_t n = 0;
+
+			j->train.ids = malloc((j->all_train.count / o->num_trainers + 1) * 12);
+			if (!j->train.ids) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			for (uint64_t i = o->rank; i < j->all_train.count; i += o->num_trainers, n++)
+				memcpy(j->train.ids + 3 * n, j->all_train.ids + 3 * i, 12);
+			j->train.count = n;
+		}
+		goto out;
+	}
+	ret = rdps_partition_open(o->partition_dir, &p, err, errlen);
+	if (ret)
+		goto out;
+	{
+		const struct rdps_partition_info *pi = rdps_partition_get_info(p);
+		uint32_t part = o->rank % pi->k;
+
+		if (pi->num_entities != j->num_entities || pi->num_relations != j->num_relations ||
+		    !same_file(o->data_dir, o->partition_dir, "entities.dict")) {
+			snprintf(err, errlen,
+				 "%s is a partition of another dataset ('%s': %llu entities, %llu relations, "
+				 "its entities.dict differs from %s/entities.dict, which has %llu entities "
+				 "and %u relations)",
+				 o->partition_dir, pi->dataset_name,
+				 (unsigned long long)pi->num_entities,
+				 (unsigned long long)pi->num_relations, o->data_dir,
+				 (unsigned long long)j->num_entities, j->num_relations);
+			ret = -EINVAL;
+			goto out;
+		}
+		/* Trainers of one part share its triples. */
+		ret = rdps_partition_load_train(p, part, NULL, &j->all_train, err, errlen);
+		if (ret)
+			goto out;
+		if (o->num_trainers > pi->k) {
+			uint32_t sharers = 0, me = 0;
+			uint64_t n = 0;
+
+			for (uint32_t r = 0; r < o->num_trainers; r++)
+				if (r % pi->k == part) {
+					if (r == o->rank)
+						me = sharers;
+					sharers++;
+				}
+			j->train.ids = malloc((j->all_train.count / sharers + 1) * 12);
+			if (!j->train.ids) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			for (uint64_t i = me; i < j->all_train.count; i += sharers, n++)
+				memcpy(j->train.ids + 3 * n, j->all_train.ids + 3 * i, 12);
+			j->train.count = n;
+		} else {
+			j->train = j->all_train;
+		}
+		/* The evaluation filter needs every part's triples. */
+		if (o->test || o->valid) {
+			struct rdps_triples all = { 0 };
+			uint64_t total = pi->num_triples[RDPS_SPLIT_TRAIN], n = 0;
+
+			all.ids = malloc(total * 12 + 12);
+			for (uint32_t q = 0; all.ids && !ret && q < pi->k; q++) {
+				struct rdps_triples tq;
+
+				ret = rdps_partition_load_train(p, q, NULL, &tq, err, errlen);
+				if (!ret) {
+					memcpy(all.ids + 3 * n, tq.ids, tq.count * 12);
+					n += tq.count;
+					rdps_dataset_triples_free(&tq);
+				}
+			}
+			all.count = n;
+			if (!all.ids)
+				ret = -ENOMEM;
+			if (ret) {
+				free(all.ids);
+				goto out;
+			}
+			if (j->train.ids == j->all_train.ids) {
+				/* all_train aliased train: keep train, replace the filter set */
+				j->all_train = all;
+			} else {
+				rdps_dataset_triples_free(&j->all_train);
+				j->all_train = all;
+			}
+		}
+		if (!ret && o->valid)
+			ret = rdps_partition_load_split(p, RDPS_SPLIT_VALID, NULL, &j->valid, err, errlen);
+		if (!ret && o->test)
+			ret = rdps_partition_load_split(p, RDPS_SPLIT_TEST, NULL, &j->test, err, errlen);
+		if (!ret && o->save_path && o->rank == 0)
+			ret = rdps_partition_load_idmap(p, NULL, &j->new_to_old, NULL, err, errlen);
+		if (!ret)
+			rdps_info("trainer %u: part %u of %u: %llu train triples (%llu for this trainer)",
+				  o->rank, part, pi->k, (unsigned long long)pi->parts[part].num_triples,
+				  (unsigned long long)j->train.count);
+	}
+out:
+	rdps_partition_close(p);
+	rdps_dataset_close(ds);
+	return ret;
+}
+
+static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
+{
+	if (!o->data_dir) {
+		snprintf(err, errlen, "--data is required");
+		return -EINVAL;
+	}
+	if (!o->standalone && !o->ip_config) {
+		snprintf(err, errlen, "give --ip_config (distributed) or --standalone");
+		return -EINVAL;
+	}
+	if (!o->num_trainers || o->rank >= o->num_trainers) {
+		snprintf(err, errlen, "--rank %u must be below --num_trainers %u", o->rank,
+			 o->num_trainers);
+		return -EINVAL;
+	}
+	if (o->standalone && o->num_trainers != 1) {
+		snprintf(err, errlen, "--standalone runs one trainer (use --num_thread for more threads)");
+		return -EINVAL;
+	}
+	if (!o->num_thread || o->num_thread > 256 || !o->batch_size || !o->neg_sample_size) {
+		snprintf(err, errlen, "--num_thread (1..256), --batch_size and --neg_sample_size must be positive");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *res,
+		   char *err, size_t errlen)
+{
+	struct job j = { .o = o, .res = res };
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	err[0] = '\0';
+	ret = check_opts(o, err, errlen);
+	if (ret)
+		return ret;
+	pthread_mutex_init(&j.lock, NULL);
+	ret = rdps_model_create(&j.model, &o->model);
+	if (ret) {
+		snprintf(err, errlen,
+			 ret == -EINVAL ? "invalid model '%s' with hidden_dim %u (known models: %s; "
+					  "ComplEx needs an even hidden_dim)"
+					: "cannot create model '%s' (hidden_dim %u): %s",
+			 o->model.name, o->model.hidden_dim,
+			 ret == -EINVAL ? rdps_model_names() : rdps_strerror(ret));
+		goto out;
+	}
+	j.ent_dim = rdps_model_entity_dim(j.model);
+	j.rel_dim = rdps_model_relation_dim(j.model);
+	j.chunk = o->neg_chunk_size ? o->neg_chunk_size : o->neg_sample_size;
+	if (j.chunk > o->batch_size)
+		j.chunk = o->batch_size;
+	ret = load_data(&j, err, errlen);
+	if (ret)
+		goto out;
+	if (o->standalone && (ret = start_standalone_server(&j))) {
+		snprintf(err, errlen, "%s", j.err[0] ? j.err : rdps_strerror(ret));
+		goto out;
+	}
+	j.w = calloc(o->num_thread, sizeof(*j.w));
+	if (!j.w) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t t = 0; t < o->num_thread; t++) {
+		struct worker *w = &j.w[t];
+
+		w->j = &j;
+		w->t = t;
+		w->rng = (o->seed + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(o->rank * o->num_thread + t) + 1) * 0xbf58476d1ce4e5b9ull;
+		if (!w->rng)
+			w->rng = 1;
+		ret = worker_alloc(w);
+		if (ret) {
+			snprintf(err, errlen, "out of memory for the batch buffers");
+			goto out_workers;
+		}
+	}
+	for (uint32_t t = 0; t < o->num_thread; t++) {
+		ret = -pthread_create(&j.w[t].thread, NULL, worker_main, &j.w[t]);
+		if (ret) {
+			job_fail(&j, ret, "cannot start thread %u", t);
+			for (uint32_t k = 0; k < t; k++)
+				pthread_join(j.w[k].thread, NULL);
+			goto out_workers;
+		}
+	}
+	for (uint32_t t = 0; t < o->num_thread; t++)
+		pthread_join(j.w[t].thread, NULL);
+	ret = j.ret;
+	if (ret)
+		snprintf(err, errlen, "trainer %u: %s", o->rank, j.err);
+out_workers:
+	for (uint32_t t = 0; t < o->num_thread; t++)
+		worker_free(&j.w[t]);
+	free(j.w);
+out:
+	if (j.srv) {
+		rdps_server_stop(j.srv);
+		pthread_join(j.srv_thread, NULL);
+		rdps_server_destroy(j.srv);
+	}
+	rdps_ipconfig_free(&j.ipc);
+	if (j.train.ids != j.all_train.ids)
+		rdps_dataset_triples_free(&j.train);
+	rdps_dataset_triples_free(&j.all_train);
+	rdps_dataset_triples_free(&j.valid);
+	rdps_dataset_triples_free(&j.test);
+	free(j.new_to_old);
+	rdps_model_destroy(j.model);
+	pthread_mutex_destroy(&j.lock);
+	return ret;
+}
