@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <metis.h>
 #include <stdlib.h>
 #include <string.h>
@@ -557,9 +558,23 @@ static int write_json(struct build *b, double fraction)
 		if (!o || json_array_append_new(parts, o))
 			goto err_free;
 	}
+	/* The sizes of the split files fingerprint the dataset cheaply, so a
+	 * trainer can tell a partition of another dataset. */
+	json_int_t split_bytes[RDPS_SPLIT_COUNT] = { 0 };
+
+	for (int s = 0; s < RDPS_SPLIT_COUNT; s++) {
+		char fp[PATH_MAX + 32];
+		struct stat sst;
+
+		snprintf(fp, sizeof(fp), "%s/%s.txt", real, rdps_dataset_split_name((enum rdps_split)s));
+		if (!stat(fp, &sst))
+			split_bytes[s] = (json_int_t)sst.st_size;
+	}
 	if (json_object_set_new(root, "format_version", json_integer(RDPS_PARTITION_FORMAT_VERSION)) ||
 	    json_object_set_new(root, "dataset",
-				json_pack("{s:s, s:s}", "name", basename(base), "path", real)) ||
+				json_pack("{s:s, s:s, s:I, s:I, s:I}", "name", basename(base), "path", real,
+					  "train_bytes", split_bytes[0], "valid_bytes", split_bytes[1],
+					  "test_bytes", split_bytes[2])) ||
 	    json_object_set_new(root, "num_entities", json_integer(b->n)) ||
 	    json_object_set_new(root, "num_relations", json_integer(b->nrel)) ||
 	    json_object_set_new(root, "num_train", json_integer((json_int_t)b->ntrain)) ||

@@ -142,6 +142,9 @@ static int parse(struct rdps_partition *p, char *err, size_t errlen)
 				    p->json_path, ds ? "not an object" : "missing");
 	if ((ret = field_str(p, ds, "dataset.", "name", &in->dataset_name, err, errlen)) ||
 	    (ret = field_str(p, ds, "dataset.", "path", &in->dataset_path, err, errlen)) ||
+	    (ret = field_u64(p, ds, "dataset.", "train_bytes", &in->dataset_bytes[0], err, errlen)) ||
+	    (ret = field_u64(p, ds, "dataset.", "valid_bytes", &in->dataset_bytes[1], err, errlen)) ||
+	    (ret = field_u64(p, ds, "dataset.", "test_bytes", &in->dataset_bytes[2], err, errlen)) ||
 	    (ret = field_u64(p, p->root, "", "num_entities", &in->num_entities, err, errlen)) ||
 	    (ret = field_u64(p, p->root, "", "num_relations", &in->num_relations, err, errlen)) ||
 	    (ret = field_u64(p, p->root, "", "num_train", &in->num_triples[0], err, errlen)) ||

@@ -869,12 +869,22 @@ static int load_data(struct job *j, char *err, size_t errlen)
 		const struct rdps_partition_info *pi = rdps_partition_get_info(p);
 		uint32_t part = o->rank % pi->k;
 
+		bool same_splits = true;
+
+		for (int s = 0; s < RDPS_SPLIT_COUNT; s++) {
+			char fp[4096];
+			struct stat sst;
+
+			snprintf(fp, sizeof(fp), "%s/%s.txt", o->data_dir,
+				 rdps_dataset_split_name((enum rdps_split)s));
+			same_splits &= !stat(fp, &sst) && (uint64_t)sst.st_size == pi->dataset_bytes[s];
+		}
 		if (pi->num_entities != j->num_entities || pi->num_relations != j->num_relations ||
-		    !same_file(o->data_dir, o->partition_dir, "entities.dict")) {
+		    !same_splits || !same_file(o->data_dir, o->partition_dir, "entities.dict")) {
 			snprintf(err, errlen,
-				 "%s is a partition of another dataset ('%s': %llu entities, %llu relations, "
-				 "its entities.dict differs from %s/entities.dict, which has %llu entities "
-				 "and %u relations)",
+				 "%s is a partition of another dataset ('%s': %llu entities, %llu relations; "
+				 "its entities.dict or split sizes differ from those of %s, which has "
+				 "%llu entities and %u relations)",
 				 o->partition_dir, pi->dataset_name,
 				 (unsigned long long)pi->num_entities,
 				 (unsigned long long)pi->num_relations, o->data_dir,

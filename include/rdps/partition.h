@@ -7,7 +7,8 @@
  * Partition directory (format_version 1), written to a temporary sibling and
  * renamed into place only when complete:
  *
- *   partition.json   format_version, dataset {name, path}, num_entities,
+ *   partition.json   format_version, dataset {name, path, train_bytes,
+ *                    valid_bytes, test_bytes}, num_entities,
  *                    num_relations, num_train/num_valid/num_test, k, method,
  *                    seed, ranges (k+1 entity offsets), edge_cut,
  *                    local_triple_fraction, partitions[] {index, file,
@@ -219,6 +220,7 @@ struct rdps_partition_info {
 	uint32_t format_version;
 	const char *dataset_name;
 	const char *dataset_path;
+	uint64_t dataset_bytes[RDPS_SPLIT_COUNT]; /* sizes of train/valid/test.txt */
 	uint64_t num_entities;
 	uint64_t num_relations;
 	uint64_t num_triples[RDPS_SPLIT_COUNT];

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+// needs-rdps-tool
+/*
+ * The training job: it learns (MRR far above an untrained model), the
+ * distributed job over TCP matches standalone, and bad input gives clear
+ * errors (unknown model, hidden_dim not matching the servers' tables, a
+ * partition of another dataset).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rdps/dataset.h"
+#include "rdps/partition.h"
+#include "rdps/train.h"
+#include "rdps_test.h"
+
+static char *dir;
+
+static char *path(const char *name)
+{
+	char *p;
+
+	cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+	return p;
+}
+
+static void make_dataset(const char *name, uint64_t seed)
+{
+	struct rdps_synth_opts so;
+	struct rdps_dataset_stats st;
+	char err[512], *out = path(name);
+
+	rdps_dataset_synth_defaults(&so);
+	so.num_entities = 1000;
+	so.num_relations = 12;
+	so.num_triples = 12000;
+	so.num_communities = 8;
+	so.num_valid = 200;
+	so.num_test = 200;
+	so.seed = seed;
+	cr_assert_eq(rdps_dataset_synth(out, &so, &st, err, sizeof(err)), 0, "%s", err);
+	free(out);
+}
+
+static void setup(void)
+{
+	struct rdps_wordnet_opts wo;
+	struct rdps_dataset_stats st;
+	char err[512], *wn;
+
+	dir = rdps_test_tmpdir("train");
+	cr_assert(dir);
+	make_dataset("kg", 1);
+	/* Learning is checked on the WordNet graph: the synthetic one puts
+	 * tails at random within a community, which no model can rank. */
+	wn = path("wn");
+	rdps_dataset_wordnet_defaults(&wo);
+	cr_assert_eq(rdps_dataset_wordnet(wn, &wo, &st, err, sizeof(err)), 0, "%s", err);
+	free(wn);
+}
+
+static void teardown(void)
+{
+	rdps_test_rmtree(dir);
+	free(dir);
+}
+
+static void small_opts(struct rdps_train_opts *o, const char *data)
+{
+	rdps_train_opts_init(o);
+	o->data_dir = data;
+	o->standalone = true;
+	o->model.name = "TransE_l2";
+	o->model.hidden_dim = 100;
+	o->model.gamma = 6.0f;
+	o->model.adv = true;
+	o->model.reg_coef = 1e-7f;
+	o->batch_size = 256;
+	o->neg_sample_size = 64;
+	o->lr = 0.1f;
+	o->log_interval = 0;
+	o->test = true;
+	o->timeout_ms = 20000;
+}
+
+TestSuite(train, .init = setup, .fini = teardown, .timeout = 180);
+
+Test(train, standalone_learns)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result before, after;
+	char err[1024], *data = path("wn");
+
+	small_opts(&o, data);
+	o.max_step = 0;
+	cr_assert_eq(rdps_train_run(&o, &before, err, sizeof(err)), 0, "%s", err);
+	o.batch_size = 1024;
+	o.max_step = 500;
+	o.num_thread = 2;
+	cr_assert_eq(rdps_train_run(&o, &after, err, sizeof(err)), 0, "%s", err);
+	cr_assert(before.have_test && after.have_test);
+	cr_assert_eq(after.test.count, 10000, "5000 test triples x 2 sides");
+	cr_log_info("MRR untrained %.4f, trained %.4f (Hits@10 %.3f)", before.test.mrr,
+		    after.test.mrr, after.test.hits10);
+	cr_assert_gt(after.test.mrr, before.test.mrr + 0.05, "training did not learn: %.4f -> %.4f",
+		     before.test.mrr, after.test.mrr);
+	free(data);
+}
+
+Test(train, unknown_model_is_refused)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], *data = path("kg");
+
+	small_opts(&o, data);
+	o.model.name = "TransQ";
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "TransQ") && strstr(err, "TransE_l2") && strstr(err, "DistMult"),
+		  "%s", err);
+	free(data);
+}
+
+/* Servers (processes) for distributed runs. */
+static pid_t start_server(const char *ipc, int id, char *const extra[], const char *log)
+{
+	char sid[8];
+	char *argv[32] = { RDPS_BIN, "server", "--ip_config", (char *)ipc, "--server_id", sid,
+			   "--transport", "tcp" };
+	int n = 8;
+
+	snprintf(sid, sizeof(sid), "%d", id);
+	for (int i = 0; extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	return rdps_test_spawn(argv, log);
+}
+
+static char *write_ipc(int nservers, int *port)
+{
+	char text[64], *p;
+
+	*port = rdps_test_free_ports(nservers);
+	snprintf(text, sizeof(text), "127.0.0.1 %d %d\n", *port, nservers);
+	p = rdps_test_write(dir, "ip_config.txt", text);
+	cr_assert(p);
+	return p;
+}
+
+Test(train, hidden_dim_not_matching_the_servers_is_refused)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], *data = path("kg"), *log = path("server.log");
+	int port, st;
+	char *ipc = write_ipc(1, &port);
+	char *extra[] = { "--table", "entity:1000:16", "--table", "relation:12:16", NULL };
+	pid_t srv = start_server(ipc, 0, extra, log);
+
+	small_opts(&o, data);
+	o.standalone = false;
+	o.ip_config = ipc;
+	o.transport = "tcp";
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "hidden_dim 100 needs entity rows of 100") && strstr(err, "hold 16"),
+		  "%s", err);
+	kill(srv, SIGTERM);
+	rdps_test_wait(srv, 10000, &st);
+	free(data);
+	free(log);
+	free(ipc);
+}
+
+Test(train, partition_of_another_dataset_is_refused)
+{
+	struct rdps_partition_opts po = { .k = 2, .method = RDPS_PARTITION_RANDOM };
+	struct rdps_partition_result pr;
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], *data = path("kg"), *other = path("other"), *pdir = path("other-part");
+
+	make_dataset("other", 2);
+	po.data_dir = other;
+	po.out_dir = pdir;
+	cr_assert_eq(rdps_partition_build(&po, &pr, err, sizeof(err)), 0, "%s", err);
+	small_opts(&o, data);
+	o.standalone = false;
+	o.ip_config = "/nonexistent"; /* never reached */
+	o.partition_dir = pdir;
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), -EINVAL, "%s", err);
+	cr_assert(strstr(err, "is a partition of another dataset"), "%s", err);
+	free(data);
+	free(other);
+	free(pdir);
+}
+
+Test(train, distributed_matches_standalone)
+{
+	struct rdps_partition_opts po = { .k = 2, .method = RDPS_PARTITION_METIS };
+	struct rdps_partition_result pr;
+	struct rdps_train_opts o;
+	struct rdps_train_result alone, dist;
+	char err[1024], *data = path("wn"), *pdir = path("wn-part"), *logs[2];
+	int port, st;
+	char *ipc = write_ipc(2, &port);
+	char *extra[] = { "--partition", pdir, "--model_name", "TransE_l2", "--hidden_dim", "100",
+			  "--gamma", "6", "--lr", "0.1", NULL };
+	pid_t srv[2], t1;
+
+	small_opts(&o, data);
+	o.batch_size = 1024;
+	o.max_step = 500;
+	o.num_thread = 2;
+	cr_assert_eq(rdps_train_run(&o, &alone, err, sizeof(err)), 0, "%s", err);
+
+	po.data_dir = data;
+	po.out_dir = pdir;
+	cr_assert_eq(rdps_partition_build(&po, &pr, err, sizeof(err)), 0, "%s", err);
+	for (int s = 0; s < 2; s++) {
+		cr_assert(asprintf(&logs[s], "%s/server%d.log", dir, s) > 0);
+		srv[s] = start_server(ipc, s, extra, logs[s]);
+	}
+	/* Two trainers of one thread each: as many steps as standalone. */
+	o.standalone = false;
+	o.ip_config = ipc;
+	o.partition_dir = pdir;
+	o.transport = "tcp";
+	o.num_trainers = 2;
+	o.num_thread = 1;
+	t1 = fork();
+	if (t1 == 0) {
+		struct rdps_train_result r1;
+		char e1[1024];
+
+		o.rank = 1;
+		_exit(rdps_train_run(&o, &r1, e1, sizeof(e1)) ? 1 : 0);
+	}
+	o.rank = 0;
+	cr_assert_eq(rdps_train_run(&o, &dist, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_test_wait(t1, 60000, &st), 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "trainer 1 failed");
+	for (int s = 0; s < 2; s++) {
+		cr_assert_eq(rdps_test_wait(srv[s], 10000, &st), 0, "server %d not shut down", s);
+		free(logs[s]);
+	}
+	cr_log_info("MRR standalone %.4f, distributed %.4f", alone.test.mrr, dist.test.mrr);
+	cr_assert(dist.have_test);
+	cr_assert_eq(dist.test.count, 10000, "the reduced metrics cover every test triple");
+	cr_assert_lt(fabs(dist.test.mrr - alone.test.mrr), 0.02, "standalone %.4f, distributed %.4f",
+		     alone.test.mrr, dist.test.mrr);
+	free(data);
+	free(pdir);
+	free(ipc);
+}
