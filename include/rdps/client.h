@@ -81,7 +81,12 @@ uint32_t rdps_client_locate(const struct rdps_client *c, uint32_t table, uint64_
 
 /* Reads rows ids[0..n) of table into out (n * dim floats, row i at
  * out + i*dim). Duplicated ids are fine. Requests to different servers
- * are all posted before any is waited on. -ERANGE if an id >= num_rows. */
+ * are all posted before any is waited on. -ERANGE if an id >= num_rows.
+ * Pulls are asynchronous with other clients' pushes, as in DGL-KE: each
+ * row is whole (never torn, in validated mode), but rows are read at
+ * slightly different moments, so while others push, two copies of one id
+ * in a pull may differ over one-sided transports. This client's own
+ * flushed pushes are always visible. */
 int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 		     size_t n, float *out);
 

@@ -142,14 +142,18 @@ static int client_body(const struct cluster *cl, uint32_t k, char *why, size_t w
 		}
 		CHECK(!rdps_client_push(c, tr.id, bid, g, REL_BATCH), "client %u push: %s", k,
 		      rdps_client_errmsg(c));
-		/* A pull between pushes: duplicates must come back identical. */
+		/* A pull while others push: rows may be from any moment (and
+		 * two copies of an id from two moments, on one-sided
+		 * transports), but each value is a sum of whole gradients:
+		 * a multiple of 1/4, never a torn or garbage float. */
 		for (int i = 0; i < 16; i++)
 			bid[i] = (uint64_t)(ENT_ROWS - 1 - (i * 61 + r) % ENT_ROWS);
 		bid[15] = bid[3];
 		CHECK(!rdps_client_pull(c, te.id, bid, 16, g), "client %u pull: %s", k,
 		      rdps_client_errmsg(c));
-		CHECK(!memcmp(g + 15 * ENT_DIM, g + 3 * ENT_DIM, ENT_DIM * sizeof(float)),
-		      "client %u: duplicate ids pulled different rows", k);
+		for (int i = 0; i < 16 * ENT_DIM; i++)
+			CHECK(g[i] * 4.0f == (float)(int)(g[i] * 4.0f) && g[i] <= 0.0f + 1e6f,
+			      "client %u: pulled value %g is not a sum of pushed gradients", k, g[i]);
 	}
 	CHECK(!rdps_client_barrier(c), "client %u: barrier: %s", k, rdps_client_errmsg(c));
 

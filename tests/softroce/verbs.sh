@@ -23,13 +23,13 @@ echo "== integration suite over verbs (one host)"
 RDPS_TEST_TRANSPORTS=verbs tests/integration_test_cluster --jobs 1 --verbose
 echo "== deterministic training: tcp and verbs give bit-identical embeddings"
 d=\$(mktemp -d)
-./rdps dataset synth "\$d/kg" --entities 2000 --relations 8 --triples 20000 --communities 8 --seed 3 >/dev/null
+./rdps dataset synth "\$d/kg" --entities 2000 --relations 16 --triples 20000 --communities 8 --seed 3 >/dev/null
 port=\$((31000 + RANDOM % 2000))
 for tr in tcp verbs; do
 	port=\$((port + 1))
 	echo "\$RDPS_GUEST_ADDR \$port 1" >"\$d/ipc-\$tr"
 	timeout 300 ./rdps server --ip_config "\$d/ipc-\$tr" --server_id 0 --transport \$tr --quiet \
-		--table entity:2000:32 --table relation:8:32 --gamma 6 --lr 0.1 --seed 9 &
+		--table entity:2000:32 --table relation:16:32 --gamma 6 --lr 0.1 --seed 9 &
 	timeout 300 ./rdps train --data "\$d/kg" --ip_config "\$d/ipc-\$tr" --transport \$tr \
 		--model_name TransE_l2 --hidden_dim 32 --gamma 6 --batch_size 256 --neg_sample_size 32 \
 		--max_step 200 --log_interval 0 --seed 5 --sync --save_path "\$d/out-\$tr"
