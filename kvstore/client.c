@@ -152,6 +152,7 @@ int rdps_client_create(const struct rdps_client_params *p,
 			.max_inflight_bytes = p->max_inflight_bytes,
 			.read_consistency = p->read_consistency,
 			.observer = p->observer,
+			.secret = p->secret,
 		};
 
 		ret = c->ops->connect(&cp, &c->conns[s], err, errlen);

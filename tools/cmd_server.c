@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "rdps/auth.h"
 #include "rdps/client.h"
 #include "rdps/common.h"
 #include "rdps/partition.h"
@@ -57,6 +58,9 @@ static void server_usage(FILE *f)
 "  --init uniform|zeros   row initialisation (default uniform)\n"
 "  --seed N               initialisation seed (default 0); rows depend on\n"
 "                         (seed, table, id) only, not on the number of servers\n"
+"  --secret-file PATH     the job's shared secret: clients must prove they hold it\n"
+"                         (challenge-response) before any table range or rkey\n"
+"                         leaves this server; default: $RDPS_SECRET, else none\n"
 "  --quiet                do not print the stats line on exit\n"
 "  -h, --help             this text\n"
 "\n"
@@ -177,6 +181,7 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "partition", required_argument, NULL, 'P' },
+		{ "secret-file", required_argument, NULL, 'S' },
 		{ "model_name", required_argument, NULL, 'M' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
@@ -189,7 +194,8 @@ int rdps_cmd_server(int argc, char **argv)
 	float lr = 0.1f, gamma = 12.0f;
 	long server_id = -1;
 	bool quiet = false;
-	const char *pdir = NULL, *model = "TransE_l2";
+	const char *pdir = NULL, *model = "TransE_l2", *secret_file = NULL;
+	struct rdps_secret secret;
 	unsigned long hidden_dim = 400;
 	uint64_t *ent_off = NULL;
 	char err[512], why[256], *end;
@@ -266,6 +272,9 @@ int rdps_cmd_server(int argc, char **argv)
 		case 'P':
 			pdir = optarg;
 			break;
+		case 'S':
+			secret_file = optarg;
+			break;
 		case 'M':
 			model = optarg;
 			break;
@@ -292,6 +301,15 @@ int rdps_cmd_server(int argc, char **argv)
 		fprintf(stderr, "rdps server: --ip_config, --server_id and either --table (one or more) or --partition are required (see rdps server --help)\n");
 		return 2;
 	}
+	ret = rdps_secret_load(secret_file, &secret, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps server: %s\n", err);
+		return 1;
+	}
+	if (secret.len && secret.len < RDPS_SECRET_MIN_RECOMMENDED)
+		rdps_warn("the shared secret has only %zu bytes; use at least %d random bytes",
+			  secret.len, RDPS_SECRET_MIN_RECOMMENDED);
+	cfg.secret = &secret;
 	ret = rdps_ipconfig_load(ip_config, &ipc, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "rdps server: %s\n", err);
@@ -342,9 +360,10 @@ int rdps_cmd_server(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	rdps_info("server %ld: listening on %s:%u (%s), %u table(s), optimizer %s lr %g",
+	rdps_info("server %ld: listening on %s:%u (%s), %u table(s), optimizer %s lr %g, %s",
 		  server_id, ipc.servers[server_id].host, ipc.servers[server_id].port,
-		  cfg.transport, cfg.num_tables, rdps_optimizer_name(optimizer), lr);
+		  cfg.transport, cfg.num_tables, rdps_optimizer_name(optimizer), lr,
+		  secret.len ? "clients must authenticate" : "no authentication (no secret)");
 	ret = rdps_server_run(running);
 	rdps_server_get_stats(running, &st);
 	rdps_server_destroy(running);
@@ -369,6 +388,7 @@ static void admin_usage(FILE *f, const char *cmd)
 "  --ip_config FILE   servers of the job (DGL-KE format)\n"
 "  --transport NAME   auto (default), tcp, inproc\n"
 "  --timeout SEC      bound on connecting and on each reply (default 10)\n"
+"  --secret-file PATH the job's shared secret (default: $RDPS_SECRET)\n"
 "  -h, --help         this text\n",
 		cmd,
 		!strcmp(cmd, "stats")
@@ -382,9 +402,12 @@ static int admin(int argc, char **argv, const char *cmd)
 		{ "ip_config", required_argument, NULL, 'c' },
 		{ "transport", required_argument, NULL, 'T' },
 		{ "timeout", required_argument, NULL, 'w' },
+		{ "secret-file", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	const char *secret_file = NULL;
+	struct rdps_secret secret;
 	struct rdps_client_params p = { .transport = "auto", .num_clients = 1,
 					.timeout_ms = 10000, .observer = true,
 					.quiet = true };
@@ -408,6 +431,9 @@ static int admin(int argc, char **argv, const char *cmd)
 				return 2;
 			}
 			break;
+		case 'S':
+			secret_file = optarg;
+			break;
 		case 'h':
 			admin_usage(stdout, cmd);
 			return 0;
@@ -420,6 +446,11 @@ static int admin(int argc, char **argv, const char *cmd)
 		admin_usage(stderr, cmd);
 		return 2;
 	}
+	if (rdps_secret_load(secret_file, &secret, err, sizeof(err))) {
+		fprintf(stderr, "rdps %s: %s\n", cmd, err);
+		return 1;
+	}
+	p.secret = &secret;
 	ret = rdps_client_create(&p, &c, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "rdps %s: %s\n", cmd, err);

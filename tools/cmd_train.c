@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "rdps/auth.h"
 #include "rdps/common.h"
 #include "rdps/kvstore.h"
 #include "rdps/train.h"
@@ -35,6 +36,7 @@ static void usage(FILE *f)
 "  --read-consistency MODE    validated (default) or relaxed one-sided reads (verbs)\n"
 "  --timeout SEC              bound on every wait for a server (default 60)\n"
 "  --keep_servers             do not shut the servers down at the end\n"
+"  --secret-file PATH         the job's shared secret (default: $RDPS_SECRET)\n"
 "model:\n"
 "  --model_name NAME          %s (default TransE_l2)\n"
 "  --hidden_dim N             embedding size (default 400)\n"
@@ -82,7 +84,7 @@ int rdps_cmd_train(int argc, char **argv)
 	enum { O_DATA = 256, O_PART, O_STANDALONE, O_IPC, O_RANK, O_NTRAIN, O_NTHREAD, O_TRANSPORT,
 	       O_CONS, O_TIMEOUT, O_KEEP, O_MODEL, O_DIM, O_GAMMA, O_ADV, O_ADVT, O_RC, O_RN,
 	       O_BATCH, O_NEG, O_CHUNK, O_STEPS, O_LR, O_OPT, O_LOGI, O_SEED, O_SYNC, O_TEST,
-	       O_VALID, O_SAVE, O_HELP };
+	       O_VALID, O_SAVE, O_SECRET, O_HELP };
 	static const struct option opts[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "data_path", required_argument, NULL, O_DATA },
@@ -119,12 +121,15 @@ int rdps_cmd_train(int argc, char **argv)
 		{ "test", no_argument, NULL, O_TEST },
 		{ "valid", no_argument, NULL, O_VALID },
 		{ "save_path", required_argument, NULL, O_SAVE },
+		{ "secret-file", required_argument, NULL, O_SECRET },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "h", no_argument, NULL, O_HELP },
 		{ 0 },
 	};
 	struct rdps_train_opts o;
 	struct rdps_train_result res;
+	struct rdps_secret secret;
+	const char *secret_file = NULL;
 	char err[1024], out[512];
 	double v;
 	int opt, ret;
@@ -178,6 +183,7 @@ int rdps_cmd_train(int argc, char **argv)
 		case O_TEST: o.test = true; break;
 		case O_VALID: o.valid = true; break;
 		case O_SAVE: o.save_path = optarg; break;
+		case O_SECRET: secret_file = optarg; break;
 		case O_HELP: usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -186,6 +192,11 @@ int rdps_cmd_train(int argc, char **argv)
 		fprintf(stderr, "rdps train: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (rdps_secret_load(secret_file, &secret, err, sizeof(err))) {
+		fprintf(stderr, "rdps train: %s\n", err);
+		return 1;
+	}
+	o.secret = &secret;
 	ret = rdps_train_run(&o, &res, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "rdps train: %s\n", err);

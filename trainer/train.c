@@ -235,6 +235,7 @@ static int connect_worker(struct worker *w)
 		.timeout_ms = o->timeout_ms,
 		.read_consistency = o->read_consistency,
 		.quiet = w->t != 0 || o->standalone,
+		.secret = o->standalone ? NULL : o->secret,
 	};
 	struct rdps_table_info ent, rel;
 	char err[640];

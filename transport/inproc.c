@@ -33,6 +33,7 @@ struct inproc_server {
 	struct rdps_tserver base;
 	struct rdps_listen_params p;
 	struct rdps_region regions[RDPS_MAX_TABLES];
+	struct rdps_secret secret;     /* copied: clients must hold the same */
 	char key[RDPS_HOST_MAX + 8];
 	pthread_mutex_t lock;          /* serialises handler calls */
 	pthread_cond_t cond;           /* deferred completions, shutdown */
@@ -219,6 +220,30 @@ static int inproc_connect(const struct rdps_conn_params *p, struct rdps_conn **o
 	ic->timeout_ms = timeout;
 	snprintf(ic->base.peer, sizeof(ic->base.peer), "server %u (inproc %s)",
 		 p->server_id, key);
+	{
+		/* One process, one memory: the secrets are compared directly. */
+		size_t cl = p->secret ? p->secret->len : 0;
+		uint8_t a[RDPS_MAC_LEN], b[RDPS_MAC_LEN];
+
+		if (is->secret.len || cl) {
+			bool same = false;
+
+			if (is->secret.len && cl) {
+				/* Fixed-length MACs compare in constant time. */
+				rdps_auth_mac(&is->secret, "inproc", "", 0, "", 0, "", 0, a);
+				rdps_auth_mac(p->secret, "inproc", "", 0, "", 0, "", 0, b);
+				same = rdps_auth_equal(a, b);
+			}
+			if (!same) {
+				snprintf(err, errlen, "%s: authentication failed: %s", ic->base.peer,
+					 !cl ? "the server requires a shared secret"
+					     : !is->secret.len ? "the server does not authenticate clients, but this client has a secret"
+							       : "the shared secrets differ");
+				ret = -EACCES;
+				goto err_free;
+			}
+		}
+	}
 	if (is->p.server_id != p->server_id) {
 		snprintf(err, errlen, "%s: the server at this address is server %u",
 			 ic->base.peer, is->p.server_id);
@@ -353,6 +378,9 @@ static int inproc_listen(const struct rdps_listen_params *p, struct rdps_tserver
 	is->p = *p;
 	memcpy(is->regions, p->regions, p->num_regions * sizeof(*p->regions));
 	is->p.regions = is->regions;
+	if (p->secret)
+		is->secret = *p->secret;
+	is->p.secret = NULL;
 	/* Same process, same memory: no remote access descriptors. */
 	for (uint32_t i = 0; i < p->num_regions; i++) {
 		is->regions[i].desc.remote_addr = 0;

@@ -50,6 +50,7 @@ struct tcp_conn {
 	struct tcp_pending_pull pend[TCP_MAX_PENDING_PULLS];
 	uint32_t npend;
 	bool broken;                       /* stream out of sync: refuse use */
+	uint8_t server_nonce[RDPS_NONCE_LEN]; /* the server's challenge */
 };
 
 static inline struct tcp_conn *to_tcp_conn(struct rdps_conn *c)
@@ -169,6 +170,35 @@ static int read_reply(struct tcp_conn *tc, int want, struct rdps_wire_hdr *h,
 	}
 }
 
+/* Answers the server's challenge: our MAC over its nonce, ours, our hello. */
+static int answer_challenge(struct tcp_conn *tc, const struct rdps_conn_params *p,
+			    const struct rdps_wire_hello *hello, uint8_t snonce[RDPS_NONCE_LEN],
+			    uint64_t deadline, char *err, size_t errlen)
+{
+	uint8_t mac[RDPS_MAC_LEN];
+	struct rdps_wire_hdr h;
+	struct iovec iov[2];
+	int ret;
+
+	if (!p->secret || !p->secret->len) {
+		snprintf(err, errlen,
+			 "%s requires a shared secret: set RDPS_SECRET or give --secret-file "
+			 "(the same as the server's)", tc->base.peer);
+		return -EACCES;
+	}
+	rdps_auth_mac(p->secret, RDPS_AUTH_CLIENT_LABEL, snonce, RDPS_NONCE_LEN, hello->nonce,
+		      RDPS_NONCE_LEN, hello, sizeof(*hello), mac);
+	rdps_wire_hdr_init(&h, RDPS_WIRE_AUTH, sizeof(mac), 0);
+	iov[0] = (struct iovec){ &h, sizeof(h) };
+	iov[1] = (struct iovec){ mac, sizeof(mac) };
+	ret = rdps_sock_sendv(tc->fd, iov, 2, deadline);
+	if (ret) {
+		conn_fail(tc, ret, "the authentication");
+		snprintf(err, errlen, "%s", tc->base.errmsg);
+	}
+	return ret;
+}
+
 static int tcp_handshake(struct tcp_conn *tc, const struct rdps_conn_params *p,
 			 char *err, size_t errlen)
 {
@@ -179,25 +209,63 @@ static int tcp_handshake(struct tcp_conn *tc, const struct rdps_conn_params *p,
 		.server_id = p->server_id,
 		.flags = p->observer ? RDPS_HELLO_OBSERVER : 0,
 	};
+	struct rdps_wire_welcome w;
 	struct rdps_wire_hdr h;
 	struct iovec iov[2];
 	char why[256], *buf;
+	bool challenged = false;
 	int ret;
 
+	ret = rdps_random_bytes(hello.nonce, sizeof(hello.nonce));
+	if (ret)
+		return ret;
 	rdps_wire_hdr_init(&h, RDPS_REQ_HELLO, sizeof(hello), 0);
 	iov[0] = (struct iovec){ &h, sizeof(h) };
 	iov[1] = (struct iovec){ &hello, sizeof(hello) };
 	ret = rdps_sock_sendv(tc->fd, iov, 2, deadline);
+	if (!ret)
+		ret = rdps_sock_recv(tc->fd, &h, sizeof(h), deadline);
 	if (ret) {
 		conn_fail(tc, ret, "the handshake");
 		snprintf(err, errlen, "%s", tc->base.errmsg);
 		return ret;
 	}
-	ret = read_reply(tc, RDPS_REQ_HELLO, &h, deadline, "the handshake");
+	if (h.magic == RDPS_WIRE_MAGIC && h.version == RDPS_WIRE_VERSION &&
+	    h.type == RDPS_WIRE_CHALLENGE) {
+		uint8_t snonce[RDPS_NONCE_LEN];
+
+		challenged = true;
+		if (h.len != sizeof(snonce))
+			return conn_fail(tc, -EPROTO, "a well-formed challenge");
+		ret = rdps_sock_recv(tc->fd, snonce, sizeof(snonce), deadline);
+		memcpy(tc->server_nonce, snonce, sizeof(snonce));
+		if (ret) {
+			conn_fail(tc, ret, "the challenge");
+			snprintf(err, errlen, "%s", tc->base.errmsg);
+			return ret;
+		}
+		ret = answer_challenge(tc, p, &hello, snonce, deadline, err, errlen);
+		if (ret)
+			return ret;
+		ret = read_reply(tc, RDPS_REQ_HELLO, &h, deadline, "the handshake");
+	} else {
+		/* Not a challenge: the welcome (or an error) itself. */
+		ret = rdps_wire_check_hdr(&h, why, sizeof(why));
+		if (!ret && h.type != (RDPS_REQ_HELLO | RDPS_WIRE_REPLY))
+			ret = -EPROTO;
+		if (ret) {
+			snprintf(err, errlen, "%s: unexpected handshake reply: %s", tc->base.peer,
+				 why[0] && ret != -EPROTO ? why : "not a welcome");
+			return ret;
+		}
+		if (h.status < 0) {
+			ret = read_errmsg(tc, h.len, tc->base.errmsg, sizeof(tc->base.errmsg), deadline);
+			ret = ret ? ret : h.status;
+		}
+	}
 	if (ret) {
 		/* A server's error reply leaves the stream intact. */
-		snprintf(err, errlen, "%s%s", tc->broken ? "" : "refused by ",
-			 tc->base.errmsg);
+		snprintf(err, errlen, "%s%s", tc->broken ? "" : "refused by ", tc->base.errmsg);
 		return ret;
 	}
 	buf = malloc(h.len ? h.len : 1);
@@ -205,11 +273,32 @@ static int tcp_handshake(struct tcp_conn *tc, const struct rdps_conn_params *p,
 		return -ENOMEM;
 	ret = rdps_sock_recv(tc->fd, buf, h.len, deadline);
 	if (!ret)
-		ret = rdps_wire_parse_welcome(buf, h.len, p->server_id, &tc->base,
-					      why, sizeof(why));
+		ret = rdps_wire_parse_welcome(buf, h.len, p->server_id, &tc->base, &w, why,
+					      sizeof(why));
 	else
 		snprintf(why, sizeof(why), "%s while reading the welcome", rdps_strerror(ret));
 	free(buf);
+	if (!ret && p->secret && p->secret->len) {
+		uint8_t want[RDPS_MAC_LEN];
+
+		/* No downgrade: a client with a secret talks only to a server
+		 * that proves it has the same. */
+		if (!challenged || !(w.flags & RDPS_WELCOME_AUTHENTICATED)) {
+			snprintf(why, sizeof(why),
+				 "the server does not authenticate clients, but this client has a "
+				 "secret: refusing (start the server with the same secret)");
+			ret = -EACCES;
+		} else {
+			rdps_auth_mac(p->secret, RDPS_AUTH_SERVER_LABEL, hello.nonce,
+				      RDPS_NONCE_LEN, tc->server_nonce, RDPS_NONCE_LEN, &w.session,
+				      sizeof(w.session), want);
+			if (!rdps_auth_equal(want, w.proof)) {
+				snprintf(why, sizeof(why),
+					 "the server could not prove it knows the shared secret");
+				ret = -EACCES;
+			}
+		}
+	}
 	if (ret)
 		snprintf(err, errlen, "%s: %s", tc->base.peer, why);
 	return ret;
@@ -459,8 +548,12 @@ struct tcp_sconn {
 	int fd;
 	uint32_t slot, gen;
 	char peer[64];
-	bool hello;
+	bool hello;            /* the core accepted the hello: a client */
 	bool observer;
+	bool awaiting_auth;    /* challenge sent, AUTH expected next */
+	struct rdps_wire_hello pending;         /* the hello under authentication */
+	uint8_t server_nonce[RDPS_NONCE_LEN];
+	uint64_t session;      /* token given in the welcome */
 	bool closing;          /* close once tx is drained */
 	bool reading;          /* EPOLLIN armed */
 	bool writing;          /* EPOLLOUT armed */
@@ -596,55 +689,115 @@ static uint64_t make_token(const struct tcp_sconn *sc)
 	return ((uint64_t)sc->gen << 32) | sc->slot;
 }
 
-static int handle_hello(struct tcp_server *ts, struct tcp_sconn *sc,
-			const struct rdps_wire_hdr *h, const uint8_t *payload)
+/* The hello is genuine (authenticated, or no secret): let the core admit
+ * the client, then send the welcome, with the server's proof if asked. */
+static int admit(struct tcp_server *ts, struct tcp_sconn *sc, bool authenticated)
 {
-	struct rdps_wire_hello hello;
+	const struct rdps_wire_hello *hello = &sc->pending;
 	char why[256] = "";
 	struct rdps_request req = { .type = RDPS_REQ_HELLO, .peer = sc->peer,
 				    .errmsg = why, .errlen = sizeof(why) };
-	void *p;
+	struct rdps_wire_welcome w;
+	uint8_t *p;
 	int ret;
 
-	if (sc->hello) {
-		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, "second hello on one connection");
-		sc->closing = true;
-		return 0;
-	}
-	if (h->len != sizeof(hello)) {
-		snprintf(why, sizeof(why), "hello of %u bytes, want %zu", h->len,
-			 sizeof(hello));
-		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, why);
-		sc->closing = true;
-		return 0;
-	}
-	memcpy(&hello, payload, sizeof(hello));
-	if (hello.server_id != ts->p.server_id) {
-		snprintf(why, sizeof(why),
-			 "client expected server %u at this address, this is server %u (ip_configs differ?)",
-			 hello.server_id, ts->p.server_id);
-		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, why);
-		sc->closing = true;
-		return 0;
-	}
-	req.client_id = hello.client_id;
-	req.num_clients = hello.num_clients;
-	req.observer = hello.flags & RDPS_HELLO_OBSERVER;
+	req.client_id = hello->client_id;
+	req.num_clients = hello->num_clients;
+	req.observer = hello->flags & RDPS_HELLO_OBSERVER;
 	ret = ts->p.handle(ts->p.ctx, &req);
 	if (ret < 0) {
 		refuse(ts, sc, RDPS_REQ_HELLO, ret, why[0] ? why : rdps_strerror(ret));
 		sc->closing = true;
 		return 0;
 	}
+	ret = rdps_random_bytes(&sc->session, sizeof(sc->session));
+	if (ret)
+		return ret;
 	sc->hello = true;
 	sc->observer = req.observer;
-	sc->client_id = hello.client_id;
-	sc->num_clients = hello.num_clients;
+	sc->client_id = hello->client_id;
+	sc->num_clients = hello->num_clients;
 	p = tx_frame(sc, RDPS_REQ_HELLO | RDPS_WIRE_REPLY, 0, (uint32_t)ts->welcome_len);
 	if (!p)
 		return -ENOMEM;
 	memcpy(p, ts->welcome, ts->welcome_len);
+	memcpy(&w, p, sizeof(w));
+	w.session = sc->session;
+	if (authenticated) {
+		w.flags |= RDPS_WELCOME_AUTHENTICATED;
+		rdps_auth_mac(ts->p.secret, RDPS_AUTH_SERVER_LABEL, hello->nonce, RDPS_NONCE_LEN,
+			      sc->server_nonce, RDPS_NONCE_LEN, &w.session, sizeof(w.session),
+			      w.proof);
+	}
+	memcpy(p, &w, sizeof(w));
 	return 0;
+}
+
+static int handle_hello(struct tcp_server *ts, struct tcp_sconn *sc,
+			const struct rdps_wire_hdr *h, const uint8_t *payload)
+{
+	char why[256] = "";
+	uint8_t *p;
+	int ret;
+
+	if (sc->hello || sc->awaiting_auth) {
+		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, "second hello on one connection");
+		sc->closing = true;
+		return 0;
+	}
+	if (h->len != sizeof(sc->pending)) {
+		snprintf(why, sizeof(why), "hello of %u bytes, want %zu", h->len,
+			 sizeof(sc->pending));
+		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, why);
+		sc->closing = true;
+		return 0;
+	}
+	memcpy(&sc->pending, payload, sizeof(sc->pending));
+	if (sc->pending.server_id != ts->p.server_id) {
+		snprintf(why, sizeof(why),
+			 "client expected server %u at this address, this is server %u (ip_configs differ?)",
+			 sc->pending.server_id, ts->p.server_id);
+		refuse(ts, sc, RDPS_REQ_HELLO, -EPROTO, why);
+		sc->closing = true;
+		return 0;
+	}
+	if (!ts->p.secret || !ts->p.secret->len)
+		return admit(ts, sc, false);
+	/* Nothing about the job leaves before the client proves the secret. */
+	ret = rdps_random_bytes(sc->server_nonce, sizeof(sc->server_nonce));
+	if (ret)
+		return ret;
+	p = tx_frame(sc, RDPS_WIRE_CHALLENGE, 0, RDPS_NONCE_LEN);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, sc->server_nonce, RDPS_NONCE_LEN);
+	sc->awaiting_auth = true;
+	return 0;
+}
+
+static int handle_auth(struct tcp_server *ts, struct tcp_sconn *sc,
+		       const struct rdps_wire_hdr *h, const uint8_t *payload)
+{
+	uint8_t want[RDPS_MAC_LEN];
+
+	if (!sc->awaiting_auth || h->len != RDPS_MAC_LEN) {
+		rdps_warn("server %u: client %s: unexpected authentication frame; closing",
+			  ts->p.server_id, sc->peer);
+		stat_bad_frame(ts);
+		return -EPROTO;
+	}
+	sc->awaiting_auth = false;
+	rdps_auth_mac(ts->p.secret, RDPS_AUTH_CLIENT_LABEL, sc->server_nonce, RDPS_NONCE_LEN,
+		      sc->pending.nonce, RDPS_NONCE_LEN, &sc->pending, sizeof(sc->pending), want);
+	if (!rdps_auth_equal(want, payload)) {
+		if (ts->base.stats)
+			ts->base.stats->auth_failures++;
+		refuse(ts, sc, RDPS_REQ_HELLO, -EACCES,
+		       "authentication failed: the client's shared secret differs from the server's");
+		sc->closing = true;
+		return 0;
+	}
+	return admit(ts, sc, true);
 }
 
 /* One complete frame (header checked). Returns -errno only for fatal
@@ -664,6 +817,8 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 
 	if (h->type == RDPS_REQ_HELLO)
 		return handle_hello(ts, sc, h, payload);
+	if (h->type == RDPS_WIRE_AUTH)
+		return handle_auth(ts, sc, h, payload);
 	if (!sc->hello) {
 		rdps_warn("server %u: client %s: sent a %s before the hello; closing",
 			  ts->p.server_id, sc->peer, rdps_req_name(h->type));
@@ -969,6 +1124,24 @@ int rdps_tcp_listen_exposed(const struct rdps_listen_params *p,
 			    struct rdps_tserver **out, char *err, size_t errlen)
 {
 	return listen_common(p, out, err, errlen, true);
+}
+
+int rdps_tcp_session_find(struct rdps_tserver *s, uint64_t session, uint32_t client_id,
+			  uint32_t *num_clients)
+{
+	struct tcp_server *ts = to_tcp_server(s);
+
+	for (uint32_t i = 0; i < ts->nslots; i++) {
+		struct tcp_sconn *sc = ts->conns[i];
+
+		/* Constant work per slot; the token is random, 64 bits. */
+		if (sc && sc->hello && !sc->observer && !sc->closing && sc->session == session &&
+		    sc->client_id == client_id) {
+			*num_clients = sc->num_clients;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 int rdps_tcp_server_fd(struct rdps_tserver *s)

@@ -13,6 +13,12 @@ const struct rdps_transport_ops *rdps_transport_tcp(void);
 int rdps_tcp_listen_exposed(const struct rdps_listen_params *p,
 			    struct rdps_tserver **out, char *err, size_t errlen);
 
+/* Checks that session is the token of a live, admitted (authenticated if
+ * the server has a secret) connection of client_id; returns 0 and its job
+ * size, or -ENOENT. RDMA backends bind their queue pairs with it. */
+int rdps_tcp_session_find(struct rdps_tserver *s, uint64_t session, uint32_t client_id,
+			  uint32_t *num_clients);
+
 /* The epoll descriptor a caller may poll before calling progress(0). */
 int rdps_tcp_server_fd(struct rdps_tserver *s);
 

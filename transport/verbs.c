@@ -77,6 +77,7 @@ struct verbs_cm_req {
 	uint32_t client_id;
 	uint32_t num_clients;
 	uint32_t server_id;
+	uint64_t session; /* from the welcome of the (authenticated) TCP connection */
 };
 
 struct verbs_cm_rep {
@@ -667,7 +668,8 @@ static int qp_connect(struct verbs_conn *vc, const struct rdps_conn_params *p,
 		      char *err, size_t errlen)
 {
 	uint64_t deadline = rdps_now_ns() + (uint64_t)vc->timeout_ms * 1000000ull;
-	struct verbs_cm_req req = { VERBS_CM_MAGIC, p->client_id, p->num_clients, p->server_id };
+	struct verbs_cm_req req = { VERBS_CM_MAGIC, p->client_id, p->num_clients, p->server_id,
+				    vc->ctl->session };
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = VERBS_SQ_DEPTH, .max_recv_wr = VERBS_CLIENT_RECVS,
@@ -925,6 +927,16 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	    !req.num_clients || req.client_id >= req.num_clients) {
 		rdps_warn("server %u: RDMA connection from %s with a malformed request; rejected",
 			  vs->p.server_id, host);
+		rdma_reject(ev->id, NULL, 0);
+		return true;
+	}
+	/* A queue pair belongs to a live connection that passed the handshake
+	 * (and authentication): its random session token proves it. */
+	if (rdps_tcp_session_find(vs->tcp, req.session, req.client_id, &req.num_clients)) {
+		rdps_warn("server %u: RDMA connection from %s (client %u) without a valid session; "
+			  "rejected", vs->p.server_id, host, req.client_id);
+		if (vs->base.stats)
+			vs->base.stats->auth_failures++;
 		rdma_reject(ev->id, NULL, 0);
 		return true;
 	}

@@ -98,7 +98,7 @@ void rdps_wire_build_welcome(void *buf, uint32_t server_id,
 
 int rdps_wire_parse_welcome(const void *payload, uint32_t len,
 			    uint32_t expect_server, struct rdps_conn *c,
-			    char *why, size_t whylen)
+			    struct rdps_wire_welcome *out, char *why, size_t whylen)
 {
 	struct rdps_wire_welcome w;
 
@@ -119,6 +119,8 @@ int rdps_wire_parse_welcome(const void *payload, uint32_t len,
 			 w.server_id, expect_server);
 		return -EPROTO;
 	}
+	*out = w;
+	c->session = w.session;
 	c->server_id = w.server_id;
 	c->num_servers = w.num_servers;
 	c->num_tables = w.num_tables;

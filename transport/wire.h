@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdps/auth.h"
 #include "rdps/transport.h"
 
 #define RDPS_WIRE_MAGIC 0x53504452u /* "RDPS" */
@@ -42,18 +43,34 @@ struct rdps_wire_hello {
 	uint32_t server_id;  /* the server the client believes it reached */
 	uint32_t flags;      /* RDPS_HELLO_* */
 	uint64_t reserved;
+	uint8_t nonce[RDPS_NONCE_LEN]; /* the client's challenge to the server */
 };
 #define RDPS_HELLO_OBSERVER 0x1u /* not a client of the job */
-_Static_assert(sizeof(struct rdps_wire_hello) == 24, "wire layout");
+_Static_assert(sizeof(struct rdps_wire_hello) == 56, "wire layout");
+
+/*
+ * Authentication (servers with a secret): the server answers a hello with
+ * CHALLENGE (payload: its nonce); the client sends AUTH (payload: its MAC);
+ * only then the welcome (or an -EACCES error) follows. These frame types
+ * are the handshake's own, not request kinds.
+ */
+#define RDPS_WIRE_CHALLENGE 0x20
+#define RDPS_WIRE_AUTH 0x21
+#define RDPS_AUTH_CLIENT_LABEL "rdps-auth-client-v1"
+#define RDPS_AUTH_SERVER_LABEL "rdps-auth-server-v1"
 
 struct rdps_wire_welcome {
 	uint32_t server_id;
 	uint32_t num_servers;
 	uint32_t num_tables;
-	uint32_t reserved;
+	uint32_t flags;        /* RDPS_WELCOME_* */
+	uint64_t session;      /* binds RDMA connections to this connection */
+	uint64_t reserved;
+	uint8_t proof[RDPS_MAC_LEN]; /* the server's MAC, if authenticated */
 	/* then num_tables struct rdps_table_desc */
 };
-_Static_assert(sizeof(struct rdps_wire_welcome) == 16, "wire layout");
+#define RDPS_WELCOME_AUTHENTICATED 0x1u
+_Static_assert(sizeof(struct rdps_wire_welcome) == 64, "wire layout");
 
 /* Payload of a push reply: how many request bytes it acknowledges. */
 struct rdps_wire_ack {
@@ -86,7 +103,7 @@ int rdps_wire_check_rows(int type, const void *payload, uint32_t len,
  * Checks every table's shape; returns 0 or -EPROTO with a reason. */
 int rdps_wire_parse_welcome(const void *payload, uint32_t len,
 			    uint32_t expect_server, struct rdps_conn *c,
-			    char *why, size_t whylen);
+			    struct rdps_wire_welcome *w, char *why, size_t whylen);
 
 /* Size of the welcome for n regions, and the encoder. */
 size_t rdps_wire_welcome_size(uint32_t nregions);

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdps/auth.h"
 #include "rdps/ipconfig.h"
 #include "rdps/transport.h"
 
@@ -43,6 +44,7 @@ struct rdps_client_params {
 	size_t max_inflight_bytes;         /* unacknowledged push bytes per server; 0: 64 MiB */
 	int read_consistency;              /* enum rdps_read_consistency */
 	bool quiet;                        /* do not log the transport choice */
+	const struct rdps_secret *secret;  /* the job's shared secret (rdps/auth.h) */
 	bool observer;                     /* admin client (stats, shutdown): not
 					    * part of the job, no barrier */
 };

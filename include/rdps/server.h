@@ -37,6 +37,7 @@ struct rdps_server_config {
 	uint32_t num_tables;
 	struct rdps_server_table_config tables[RDPS_MAX_TABLES];
 	uint64_t seed;                      /* initialisation seed */
+	const struct rdps_secret *secret;   /* clients must prove it; NULL: none */
 	float eps;                          /* Adagrad epsilon, 0: 1e-10 */
 };
 

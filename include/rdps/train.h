@@ -53,6 +53,7 @@ struct rdps_train_opts {
 	bool valid;                 /* evaluate on valid */
 	bool shutdown_servers;      /* trainer 0 stops the servers at the end */
 	int timeout_ms;             /* bound on each wait (0: 60 s) */
+	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
 };
 
 /* DGL-KE's defaults where it has one. */

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdps/auth.h"
 #include "rdps/ipconfig.h"
 #include "rdps/kvstore.h"
 
@@ -87,7 +88,8 @@ struct rdps_server_stats {
 	uint64_t bytes_out;      /* reply payload bytes */
 	uint64_t connections;    /* accepted so far */
 	uint64_t bad_frames;     /* connections closed for malformed input */
-	uint64_t reserved[2];
+	uint64_t auth_failures;  /* clients refused for a wrong secret */
+	uint64_t reserved[1];
 };
 _Static_assert(sizeof(struct rdps_server_stats) == 320, "wire layout");
 
@@ -104,6 +106,7 @@ struct rdps_conn_params {
 	size_t max_inflight_bytes; /* unacknowledged push bytes before push blocks */
 	int read_consistency;      /* enum rdps_read_consistency */
 	bool observer;             /* admin connection: not a client of the job */
+	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
 };
 
 struct rdps_conn {
@@ -113,6 +116,7 @@ struct rdps_conn {
 	struct rdps_table_desc tables[RDPS_MAX_TABLES];
 	char peer[RDPS_HOST_MAX + 16]; /* "server N (host:port)" */
 	char errmsg[512];              /* reason of the last failure */
+	uint64_t session;              /* the server's token for this connection */
 	uint64_t rereads;              /* torn rows read again (validated mode) */
 };
 
@@ -165,6 +169,7 @@ struct rdps_listen_params {
 	uint32_t num_regions;
 	rdps_request_handler handle;
 	void *ctx;
+	const struct rdps_secret *secret;  /* clients must prove it; NULL: none */
 };
 
 struct rdps_tserver {

@@ -288,3 +288,48 @@ Test(verbs_nosrv, low_memlock_limit_is_explained, .timeout = 60)
 	rdps_test_rmtree(d);
 	free(d);
 }
+
+/* Over verbs too: a wrong secret gets no rkey (the welcome that carries
+ * them is only sent after the proof), the right one pulls. */
+Test(verbs_nosrv, wrong_secret_gets_no_rkey, .timeout = 60)
+{
+	char *d = rdps_test_tmpdir("vauth"), *ipcp, *sec, *logp, text[128];
+	char *argv[] = { RDPS_BIN, "server", "--ip_config", NULL, "--server_id", "0",
+			 "--transport", "verbs", "--table", "entity:64:8", "--secret-file", NULL,
+			 NULL };
+	struct rdps_secret good = { .len = 16 }, bad = { .len = 16 };
+	struct rdps_client_params p = { .transport = "verbs", .num_clients = 1,
+					.timeout_ms = 10000, .quiet = true };
+	struct rdps_client *c = NULL;
+	int port = rdps_test_free_ports(1), st;
+	char err[640];
+	uint64_t id = 3;
+	float row[8];
+	pid_t srv;
+
+	snprintf(text, sizeof(text), "%s %d\n", host(), port);
+	ipcp = rdps_test_write(d, "ip_config.txt", text);
+	sec = rdps_test_write(d, "secret", "0123456789abcdef");
+	cr_assert(asprintf(&logp, "%s/server.log", d) > 0);
+	argv[3] = ipcp;
+	argv[11] = sec;
+	srv = rdps_test_spawn(argv, logp);
+	cr_assert_eq(rdps_test_wait_port(host(), port, 20000), 0);
+	memcpy(good.key, "0123456789abcdef", 16);
+	memcpy(bad.key, "0123456789abcdeX", 16);
+	p.ip_config = ipcp;
+	p.secret = &bad;
+	cr_assert_eq(rdps_client_create(&p, &c, err, sizeof(err)), -EACCES, "%s", err);
+	cr_assert(strstr(err, "authentication failed"), "%s", err);
+	p.secret = &good;
+	cr_assert_eq(rdps_client_create(&p, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_client_pull(c, 0, &id, 1, row), 0, "%s", rdps_client_errmsg(c));
+	rdps_client_destroy(c);
+	kill(srv, SIGTERM);
+	rdps_test_wait(srv, 10000, &st);
+	free(ipcp);
+	free(sec);
+	free(logp);
+	rdps_test_rmtree(d);
+	free(d);
+}
