@@ -473,6 +473,19 @@ int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
 	return ret ? conn_fail(c, ret, server) : 0;
 }
 
+int rdps_client_checkpoint(struct rdps_client *c)
+{
+	int first = 0;
+
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		int ret = c->ops->call(c->conns[s], RDPS_REQ_CHECKPOINT, NULL, 0, NULL, 0, 0);
+
+		if (ret && !first)
+			first = conn_fail(c, ret, s);
+	}
+	return first;
+}
+
 int rdps_client_shutdown_servers(struct rdps_client *c)
 {
 	/* An observer has pushed nothing (and may not flush). */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "rdps/common.h"
 #include "rdps/server.h"
 
@@ -16,6 +17,10 @@ struct rdps_server {
 	struct rdps_shard *shards[RDPS_MAX_TABLES];
 	struct rdps_server_stats stats;
 	volatile sig_atomic_t stop;
+	char *ckpt_dir;           /* NULL: no checkpoints */
+	uint64_t ckpt_interval_ns;
+	uint64_t ckpt_seq;        /* the last one written or restored */
+	uint64_t ckpt_last_ns;
 	/* The job: clients that said hello, and the barrier in progress. */
 	uint32_t num_clients;     /* 0 until the first hello of a job */
 	uint32_t connected;       /* clients with an open connection */
@@ -193,9 +198,10 @@ static int handle(void *ctx, struct rdps_request *req)
 	int ret = 0;
 
 	if (req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
-	    req->type != RDPS_REQ_STATS && req->type != RDPS_REQ_SHUTDOWN) {
+	    req->type != RDPS_REQ_STATS && req->type != RDPS_REQ_SHUTDOWN &&
+	    req->type != RDPS_REQ_CHECKPOINT) {
 		snprintf(req->errmsg, req->errlen,
-			 "an observer connection may only ask for stats or shutdown");
+			 "an observer connection may only ask for stats, checkpoint or shutdown");
 		return -EPERM;
 	}
 	if (!req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
@@ -247,6 +253,9 @@ static int handle(void *ctx, struct rdps_request *req)
 		memcpy(req->reply, &s->stats, sizeof(s->stats));
 		req->reply_len = sizeof(s->stats);
 		return 0;
+	case RDPS_REQ_CHECKPOINT:
+		ret = rdps_server_checkpoint(s, req->errmsg, req->errlen);
+		break;
 	case RDPS_REQ_SHUTDOWN:
 		rdps_info("server %u: shutdown requested by client %u (%s)", s->server_id,
 			  req->client_id, req->peer);
@@ -342,6 +351,27 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		regions[t].base = info.base;
 		regions[t].len = info.len;
 	}
+	if (cfg->checkpoint_dir) {
+		s->ckpt_dir = strdup(cfg->checkpoint_dir);
+		if (!s->ckpt_dir) {
+			ret = -ENOMEM;
+			goto err_destroy_shards;
+		}
+		s->ckpt_interval_ns = (uint64_t)cfg->checkpoint_interval_ms * 1000000ull;
+		s->ckpt_seq = rdps_ckpt_last_seq(cfg->checkpoint_dir, s->server_id);
+		s->ckpt_last_ns = rdps_now_ns();
+	}
+	if (cfg->resume) {
+		if (!cfg->checkpoint_dir) {
+			snprintf(err, errlen, "resuming needs a checkpoint directory");
+			ret = -EINVAL;
+			goto err_destroy_shards;
+		}
+		ret = rdps_ckpt_restore(cfg->checkpoint_dir, s->server_id, s->shards, s->num_tables,
+					&s->ckpt_seq, err, errlen);
+		if (ret)
+			goto err_destroy_shards;
+	}
 	ep = &cfg->ipc->servers[cfg->server_id];
 	lp = (struct rdps_listen_params){
 		.host = ep->host, .port = ep->port, .server_id = s->server_id,
@@ -359,6 +389,7 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 err_destroy_shards:
 	for (uint32_t t = 0; t < cfg->num_tables; t++)
 		rdps_shard_destroy(s->shards[t]);
+	free(s->ckpt_dir);
 err_free:
 	free(s);
 	return ret;
@@ -367,6 +398,29 @@ err_free:
 int rdps_server_poll(struct rdps_server *s, int timeout_ms)
 {
 	return s->ops->progress(s->ts, timeout_ms);
+}
+
+int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
+{
+	uint64_t t0 = rdps_now_ns(), bytes = 0;
+	int ret;
+
+	if (!s->ckpt_dir) {
+		snprintf(err, errlen, "server %u was started without a checkpoint directory",
+			 s->server_id);
+		return -EOPNOTSUPP;
+	}
+	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_tables,
+			      s->ckpt_seq + 1, &bytes, err, errlen);
+	s->ckpt_last_ns = rdps_now_ns();
+	if (ret) {
+		rdps_err("server %u: checkpoint failed: %s", s->server_id, err);
+		return ret;
+	}
+	s->ckpt_seq++;
+	rdps_info("server %u: checkpoint %llu written (%.1f MB in %.0f ms)", s->server_id,
+		  (unsigned long long)s->ckpt_seq, bytes / 1e6, (s->ckpt_last_ns - t0) / 1e6);
+	return 0;
 }
 
 int rdps_server_run(struct rdps_server *s)
@@ -379,6 +433,11 @@ int rdps_server_run(struct rdps_server *s)
 			rdps_err("server %u: transport failed: %s", s->server_id,
 				 rdps_strerror(ret));
 			return ret;
+		}
+		if (s->ckpt_interval_ns && rdps_now_ns() - s->ckpt_last_ns >= s->ckpt_interval_ns) {
+			char err[512];
+
+			rdps_server_checkpoint(s, err, sizeof(err));
 		}
 	}
 	return 0;
@@ -437,5 +496,6 @@ void rdps_server_destroy(struct rdps_server *s)
 	for (uint32_t t = 0; t < s->num_tables; t++)
 		rdps_shard_destroy(s->shards[t]);
 	job_reset(s);
+	free(s->ckpt_dir);
 	free(s);
 }

@@ -298,3 +298,44 @@ int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
 		return apply_all(s, ids, grads, n, RDPS_OPT_ADAGRAD);
 	}
 }
+
+uint64_t rdps_shard_state_floats(const struct rdps_shard *s)
+{
+	uint64_t rows = s->hi - s->lo;
+
+	if (s->optimizer == RDPS_OPT_ADAGRAD_ROW)
+		return rows;
+	if (s->optimizer == RDPS_OPT_ADAGRAD)
+		return rows * s->dim;
+	return 0;
+}
+
+void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state)
+{
+	uint64_t n = s->hi - s->lo;
+
+	for (uint64_t i = 0; i < n; i++)
+		memcpy(rows + i * s->dim, row_data(row_ptr(s, i)), (size_t)s->dim * 4);
+	if (state && s->state)
+		memcpy(state, s->state, rdps_shard_state_floats(s) * sizeof(float));
+}
+
+void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *state)
+{
+	uint64_t n = s->hi - s->lo;
+
+	for (uint64_t i = 0; i < n; i++) {
+		char *row = row_ptr(s, i);
+		uint64_t *ver_begin = (uint64_t *)row;
+		uint64_t *ver_end = (uint64_t *)(row + rdps_row_ver_end_offset(s->dim));
+		uint64_t v = __atomic_load_n(ver_begin, __ATOMIC_RELAXED) + 1;
+
+		/* The same protocol as an update (see update_row). */
+		__atomic_store_n(ver_end, v, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		memcpy(row_data(row), rows + i * s->dim, (size_t)s->dim * 4);
+		__atomic_store_n(ver_begin, v, __ATOMIC_RELEASE);
+	}
+	if (state && s->state)
+		memcpy(s->state, state, rdps_shard_state_floats(s) * sizeof(float));
+}

@@ -61,6 +61,13 @@ static void server_usage(FILE *f)
 "  --secret-file PATH     the job's shared secret: clients must prove they hold it\n"
 "                         (challenge-response) before any table range or rkey\n"
 "                         leaves this server; default: $RDPS_SECRET, else none\n"
+"  --checkpoint-dir DIR   write checkpoints of the shards and optimizer state to\n"
+"                         DIR/server-N/ckpt-SEQ (atomic; the previous one is kept) on\n"
+"                         request (rdps ckpt), every --checkpoint-interval, and on exit\n"
+"  --checkpoint-interval SEC   also checkpoint this often (default: only on request)\n"
+"  --resume DIR           start from the newest valid checkpoint in DIR (a damaged\n"
+"                         one is refused with its reason and the previous one used);\n"
+"                         implies --checkpoint-dir DIR\n"
 "  --quiet                do not print the stats line on exit\n"
 "  -h, --help             this text\n"
 "\n"
@@ -182,6 +189,9 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "partition", required_argument, NULL, 'P' },
 		{ "secret-file", required_argument, NULL, 'S' },
+		{ "checkpoint-dir", required_argument, NULL, 'k' },
+		{ "checkpoint-interval", required_argument, NULL, 'K' },
+		{ "resume", required_argument, NULL, 'R' },
 		{ "model_name", required_argument, NULL, 'M' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
@@ -275,6 +285,23 @@ int rdps_cmd_server(int argc, char **argv)
 		case 'S':
 			secret_file = optarg;
 			break;
+		case 'k':
+			cfg.checkpoint_dir = optarg;
+			break;
+		case 'K': {
+			double sec = strtod(optarg, &end);
+
+			if (*end || !(sec > 0) || sec > 1e6) {
+				fprintf(stderr, "rdps server: --checkpoint-interval '%s' is not a positive number of seconds\n", optarg);
+				return 2;
+			}
+			cfg.checkpoint_interval_ms = (int)(sec * 1000);
+			break;
+		}
+		case 'R':
+			cfg.checkpoint_dir = optarg;
+			cfg.resume = true;
+			break;
 		case 'M':
 			model = optarg;
 			break;
@@ -364,7 +391,16 @@ int rdps_cmd_server(int argc, char **argv)
 		  server_id, ipc.servers[server_id].host, ipc.servers[server_id].port,
 		  cfg.transport, cfg.num_tables, rdps_optimizer_name(optimizer), lr,
 		  secret.len ? "clients must authenticate" : "no authentication (no secret)");
+	if (cfg.checkpoint_interval_ms && !cfg.checkpoint_dir) {
+		fprintf(stderr, "rdps server: --checkpoint-interval needs --checkpoint-dir\n");
+		rdps_server_destroy(running);
+		rdps_ipconfig_free(&ipc);
+		return 2;
+	}
 	ret = rdps_server_run(running);
+	/* A graceful stop keeps everything applied so far. */
+	if (!ret && cfg.checkpoint_dir && rdps_server_checkpoint(running, err, sizeof(err)))
+		ret = -EIO;
 	rdps_server_get_stats(running, &st);
 	rdps_server_destroy(running);
 	running = NULL;
@@ -391,9 +427,10 @@ static void admin_usage(FILE *f, const char *cmd)
 "  --secret-file PATH the job's shared secret (default: $RDPS_SECRET)\n"
 "  -h, --help         this text\n",
 		cmd,
-		!strcmp(cmd, "stats")
-			? "Prints the request counters of every server, one line each."
-			: "Asks every server of the job to exit; each prints its counters.");
+		!strcmp(cmd, "stats")  ? "Prints the request counters of every server, one line each."
+		: !strcmp(cmd, "ckpt") ? "Asks every server to write a checkpoint now (servers started\n"
+					 "with --checkpoint-dir); returns when all are on disk."
+				       : "Asks every server of the job to exit; each prints its counters.");
 }
 
 static int admin(int argc, char **argv, const char *cmd)
@@ -471,6 +508,15 @@ static int admin(int argc, char **argv, const char *cmd)
 			rc = 1;
 		}
 	}
+	if (!strcmp(cmd, "ckpt")) {
+		ret = rdps_client_checkpoint(c);
+		if (ret) {
+			fprintf(stderr, "rdps ckpt: %s\n", rdps_client_errmsg(c));
+			rc = 1;
+		} else {
+			printf("%u server(s) wrote a checkpoint\n", rdps_client_num_servers(c));
+		}
+	}
 	if (!strcmp(cmd, "shutdown")) {
 		ret = rdps_client_shutdown_servers(c);
 		if (ret) {
@@ -492,4 +538,9 @@ int rdps_cmd_stats(int argc, char **argv)
 int rdps_cmd_shutdown(int argc, char **argv)
 {
 	return admin(argc, argv, "shutdown");
+}
+
+int rdps_cmd_ckpt(int argc, char **argv)
+{
+	return admin(argc, argv, "ckpt");
 }

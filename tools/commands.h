@@ -8,6 +8,7 @@
 int rdps_cmd_server(int argc, char **argv);
 int rdps_cmd_stats(int argc, char **argv);
 int rdps_cmd_shutdown(int argc, char **argv);
+int rdps_cmd_ckpt(int argc, char **argv);
 int rdps_cmd_train(int argc, char **argv);
 int rdps_cmd_dataset(int argc, char **argv);
 int rdps_cmd_partition(int argc, char **argv);

@@ -11,6 +11,7 @@ static const struct rdps_command commands[] = {
 	{ "train", rdps_cmd_train, "train embeddings (standalone or with servers) and evaluate" },
 	{ "stats", rdps_cmd_stats, "print the request counters of running servers" },
 	{ "shutdown", rdps_cmd_shutdown, "ask every server of an ip_config to exit" },
+	{ "ckpt", rdps_cmd_ckpt, "ask every server to write a checkpoint now" },
 	{ "dataset", rdps_cmd_dataset, "build, import or check a knowledge-graph dataset" },
 	{ "partition", rdps_cmd_partition, "split a dataset into k parts (METIS or random)" },
 };

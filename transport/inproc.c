@@ -350,7 +350,7 @@ static int inproc_call(struct rdps_conn *c, uint32_t type, const void *rq, size_
 	int ret;
 
 	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
-	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE)
+	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT)
 		return -EINVAL;
 	if (rq_len % 8 || rq_len > RDPS_ALLREDUCE_MAX * 8)
 		return -EINVAL;

@@ -501,7 +501,7 @@ static int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t 
 	if (tc->npend)
 		return -EBUSY;
 	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
-	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE)
+	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT)
 		return -EINVAL;
 	if (req_len % 8 || req_len > RDPS_ALLREDUCE_MAX * 8)
 		return -EINVAL;
@@ -868,6 +868,7 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 	case RDPS_REQ_BARRIER:
 	case RDPS_REQ_STATS:
 	case RDPS_REQ_SHUTDOWN:
+	case RDPS_REQ_CHECKPOINT:
 		if (h->len) {
 			snprintf(why, sizeof(why), "%s request with a %u-byte body",
 				 rdps_req_name(h->type), h->len);

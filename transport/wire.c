@@ -13,7 +13,7 @@ const char *rdps_req_name(int type)
 		[RDPS_REQ_PUSH] = "push",	[RDPS_REQ_FLUSH] = "flush",
 		[RDPS_REQ_BARRIER] = "barrier", [RDPS_REQ_STATS] = "stats",
 		[RDPS_REQ_SHUTDOWN] = "shutdown", [RDPS_REQ_BYE] = "bye",
-		[RDPS_REQ_ALLREDUCE] = "allreduce",
+		[RDPS_REQ_ALLREDUCE] = "allreduce", [RDPS_REQ_CHECKPOINT] = "checkpoint",
 	};
 
 	if (type <= 0 || type >= RDPS_REQ_MAX || !names[type])

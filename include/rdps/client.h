@@ -113,6 +113,10 @@ int rdps_client_barrier(struct rdps_client *c);
  * Every client must call it with the same n. */
 int rdps_client_allreduce(struct rdps_client *c, double *v, size_t n);
 
+/* Asks every server to write a checkpoint now (they must have been started
+ * with a checkpoint directory); returns when all are written. */
+int rdps_client_checkpoint(struct rdps_client *c);
+
 /* Counters of one server. */
 int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
 			     struct rdps_server_stats *out);

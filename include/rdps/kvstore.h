@@ -148,6 +148,20 @@ int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,
 int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
 		     const float *grads, uint32_t n);
 
+/* Floats of optimizer state the shard keeps (0 for SGD, a float per row
+ * for row-wise Adagrad, dim per row for element-wise Adagrad). */
+uint64_t rdps_shard_state_floats(const struct rdps_shard *s);
+
+/* Copies the rows [lo, hi) densely into rows ((hi-lo) * dim floats) and
+ * the optimizer state into state (rdps_shard_state_floats; may be NULL if
+ * 0). Same thread rules as rdps_shard_apply (the writer's thread). */
+void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state);
+
+/* Replaces every row and the optimizer state (same layout as export);
+ * rows are written through the seqlock, so concurrent one-sided readers
+ * never see a torn row. */
+void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *state);
+
 /* Reads one row with the seqlock check, for readers that share memory with
  * the writer: returns 0 and the row in out, or -EAGAIN if it was torn. */
 int rdps_row_read_validated(const void *row, uint32_t dim, float *out);

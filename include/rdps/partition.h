@@ -60,6 +60,8 @@ extern "C" {
 enum rdps_blob_kind {
 	RDPS_BLOB_TRIPLES = 1, /* records of 3 ids: head, relation, tail */
 	RDPS_BLOB_IDMAP = 2,   /* records of 1 id: original id of new id i */
+	RDPS_BLOB_CKPT_ROWS = 3,  /* checkpoint: rows of a shard, dim floats each */
+	RDPS_BLOB_CKPT_STATE = 4, /* checkpoint: optimizer state of a shard */
 	RDPS_BLOB_USER = 256,  /* first kind free for other modules */
 };
 
@@ -144,6 +146,15 @@ uint64_t rdps_loader_writer_count(const struct rdps_blob_writer *w);
 /* Writes the header, fsyncs, renames to path. *xxh3 (may be NULL) gets the
  * payload checksum. The writer stays allocated; destroy it afterwards. */
 int rdps_loader_writer_commit(struct rdps_blob_writer *w, uint64_t *xxh3);
+
+/* Writes a whole blob (header, then count records of payload) with
+ * io_uring (pwrite if io_uring is unavailable) to a temporary file in the
+ * same directory, fsyncs it and renames it to path: path holds the old file
+ * or the complete new one, never a partial one. *xxh3 (may be NULL) gets
+ * the payload checksum. 0 or -errno with a reason naming path. */
+int rdps_loader_write_blob(const char *path, uint32_t kind, uint32_t record_size,
+			   uint32_t id_width, const void *payload, uint64_t count,
+			   uint64_t *xxh3, char *err, size_t errlen);
 
 /* Frees the writer; if it was not committed, removes the temporary file.
  * Accepts NULL. */

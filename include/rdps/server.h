@@ -38,6 +38,9 @@ struct rdps_server_config {
 	struct rdps_server_table_config tables[RDPS_MAX_TABLES];
 	uint64_t seed;                      /* initialisation seed */
 	const struct rdps_secret *secret;   /* clients must prove it; NULL: none */
+	const char *checkpoint_dir;         /* where checkpoints go; NULL: none */
+	int checkpoint_interval_ms;         /* also every this often (0: on request) */
+	bool resume;                        /* start from the newest valid checkpoint */
 	float eps;                          /* Adagrad epsilon, 0: 1e-10 */
 };
 
@@ -62,6 +65,10 @@ void rdps_server_stop(struct rdps_server *s);
 bool rdps_server_done(const struct rdps_server *s);
 
 void rdps_server_get_stats(const struct rdps_server *s, struct rdps_server_stats *out);
+
+/* Writes a checkpoint now (from the server's own thread: between requests,
+ * so it is one point in time). 0 or -errno with a reason. */
+int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen);
 
 /* One summary line per server ("solved message count"), as on exit. */
 void rdps_server_print_stats(const struct rdps_server_stats *st, uint32_t server_id,

@@ -50,7 +50,8 @@ enum rdps_req_type {
 	RDPS_REQ_SHUTDOWN = 7, /* server exits after replying */
 	RDPS_REQ_BYE = 8,      /* not on the wire: a client connection closed */
 	RDPS_REQ_ALLREDUCE = 9, /* sum of every client's vector, to every client */
-	RDPS_REQ_MAX = 10,
+	RDPS_REQ_CHECKPOINT = 10, /* server writes a checkpoint, then replies */
+	RDPS_REQ_MAX = 11,
 };
 
 /* Doubles in one allreduce vector. */

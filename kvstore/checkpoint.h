@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal: checkpoints of a server's shards.
+ *
+ * Layout: DIR/server-N/ckpt-SEQ/{manifest.json, TABLE.rows, TABLE.state}.
+ * Rows and optimizer state are checksummed blobs (partition/loader);
+ * manifest.json names each table's shape and the blobs' checksums. A
+ * checkpoint is written into a temporary directory (every file fsynced),
+ * renamed to ckpt-SEQ and the parent fsynced: ckpt-SEQ is complete or
+ * absent. The previous checkpoint is kept, older ones removed. */
+#ifndef RDPS_KVSTORE_CHECKPOINT_H
+#define RDPS_KVSTORE_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "rdps/kvstore.h"
+
+/* Writes checkpoint seq of shards[0..n). 0 or -errno with a reason. */
+int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **shards,
+		    uint32_t n, uint64_t seq, uint64_t *bytes, char *err, size_t errlen);
+
+/* Restores the newest valid checkpoint into the shards (which must have the
+ * checkpointed shapes), logging each damaged one it skips. Returns 0 and
+ * its seq, -ENOENT if there is none, -EBADMSG if none is usable. */
+int rdps_ckpt_restore(const char *dir, uint32_t server_id, struct rdps_shard **shards,
+		      uint32_t n, uint64_t *seq, char *err, size_t errlen);
+
+/* The highest checkpoint sequence number present (0 if none). */
+uint64_t rdps_ckpt_last_seq(const char *dir, uint32_t server_id);
+
+#endif
