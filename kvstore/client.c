@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rdps/client.h"
 #include "rdps/common.h"
@@ -26,6 +27,11 @@ struct rdps_client {
 	struct rdps_book books[RDPS_MAX_TABLES];
 	int barrier_timeout_ms;
 	bool observer;
+	int reconnect_ms;
+	struct rdps_conn_params cp;           /* for reconnecting */
+	struct rdps_endpoint *eps;            /* num_servers */
+	int64_t failed_server;                /* of the last conn_fail, or -1 */
+	uint64_t reconnects;
 	char errmsg[640];
 	struct rdps_ipconfig owned_ipc;
 	/* Scratch, grown as needed. */
@@ -45,6 +51,7 @@ static int fail(struct rdps_client *c, int ret, const char *fmt, const char *det
 
 static int conn_fail(struct rdps_client *c, int ret, uint32_t s)
 {
+	c->failed_server = s;
 	snprintf(c->errmsg, sizeof(c->errmsg), "%s",
 		 c->conns[s]->errmsg[0] ? c->conns[s]->errmsg : rdps_strerror(ret));
 	return ret;
@@ -135,6 +142,14 @@ int rdps_client_create(const struct rdps_client_params *p,
 		rdps_info("client %u: %s", p->client_id, why);
 	c->num_servers = ipc->num_servers;
 	c->observer = p->observer;
+	c->reconnect_ms = p->reconnect_ms;
+	c->failed_server = -1;
+	c->eps = malloc(ipc->num_servers * sizeof(*c->eps));
+	if (!c->eps) {
+		ret = -ENOMEM;
+		goto err_free_ipc;
+	}
+	memcpy(c->eps, ipc->servers, ipc->num_servers * sizeof(*c->eps));
 	c->barrier_timeout_ms = p->barrier_timeout_ms > 0 ? p->barrier_timeout_ms : 600000;
 	c->conns = calloc(c->num_servers, sizeof(*c->conns));
 	c->start = calloc(c->num_servers + 1, sizeof(*c->start));
@@ -155,6 +170,10 @@ int rdps_client_create(const struct rdps_client_params *p,
 			.secret = p->secret,
 		};
 
+		if (!s) {
+			c->cp = cp;
+			c->cp.host = NULL; /* per server, from eps */
+		}
 		ret = c->ops->connect(&cp, &c->conns[s], err, errlen);
 		if (ret)
 			goto err_destroy;
@@ -170,6 +189,7 @@ err_destroy:
 	return ret;
 err_free_ipc:
 	rdps_ipconfig_free(&c->owned_ipc);
+	free(c->eps);
 err_free:
 	free(c);
 	return ret;
@@ -191,8 +211,95 @@ void rdps_client_destroy(struct rdps_client *c)
 	free(c->ids_sorted);
 	free(c->perm);
 	free(c->rows);
+	free(c->eps);
 	rdps_ipconfig_free(&c->owned_ipc);
 	free(c);
+}
+
+/* Errors after which the connection is gone (not a refused request). */
+static bool conn_lost(int ret)
+{
+	return ret == -ECONNRESET || ret == -ENOTCONN || ret == -EPIPE || ret == -ETIMEDOUT ||
+	       ret == -EIO || ret == -ECONNREFUSED || ret == -ECONNABORTED;
+}
+
+/*
+ * Replaces the connection to server s, retrying with backoff until
+ * reconnect_ms have passed (a restarted server takes a while to load its
+ * checkpoint). The new server must serve the same table ranges.
+ */
+static int reconnect(struct rdps_client *c, uint32_t s)
+{
+	uint64_t t0 = rdps_now_ns(), deadline = t0 + (uint64_t)c->reconnect_ms * 1000000ull;
+	useconds_t backoff = 50000;
+	char err[640] = "";
+	int ret;
+
+	rdps_warn("%s; reconnecting for up to %d s", c->errmsg, c->reconnect_ms / 1000);
+	c->ops->close(c->conns[s]);
+	c->conns[s] = NULL;
+	for (;;) {
+		struct rdps_conn_params cp = c->cp;
+		int left = rdps_ms_until(deadline);
+
+		cp.host = c->eps[s].host;
+		cp.port = c->eps[s].port;
+		cp.server_id = s;
+		cp.timeout_ms = left < c->cp.timeout_ms ? (left ? left : 1) : c->cp.timeout_ms;
+		ret = c->ops->connect(&cp, &c->conns[s], err, sizeof(err));
+		if (!ret)
+			break;
+		if (rdps_now_ns() >= deadline) {
+			snprintf(c->errmsg, sizeof(c->errmsg),
+				 "server %u did not come back within %d ms: %s", s, c->reconnect_ms, err);
+			return ret;
+		}
+		usleep(backoff);
+		if (backoff < 2000000)
+			backoff *= 2;
+	}
+	for (uint32_t t = 0; t < c->num_tables; t++) {
+		const struct rdps_table_desc *d = &c->conns[s]->tables[t];
+
+		if (c->conns[s]->num_tables != c->num_tables || d->dim != c->tables[t].dim ||
+		    d->lo != c->offsets[t][s] || d->hi != c->offsets[t][s + 1]) {
+			snprintf(c->errmsg, sizeof(c->errmsg),
+				 "server %u came back with other tables than before", s);
+			c->ops->close(c->conns[s]);
+			c->conns[s] = NULL;
+			return -EPROTO;
+		}
+	}
+	c->reconnects++;
+	rdps_info("reconnected to server %u after %.1f s", s, (rdps_now_ns() - t0) / 1e9);
+	return 0;
+}
+
+/* Every server connected (a failed reconnect leaves a hole). */
+static int ensure_conns(struct rdps_client *c)
+{
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		if (c->conns[s])
+			continue;
+		if (!c->reconnect_ms) {
+			snprintf(c->errmsg, sizeof(c->errmsg), "server %u is disconnected", s);
+			return -ENOTCONN;
+		}
+		if (reconnect(c, s))
+			return -ENOTCONN;
+	}
+	return 0;
+}
+
+/* After a failure: reconnect the server that failed, if allowed. */
+static int recover(struct rdps_client *c, int ret)
+{
+	int64_t s = c->failed_server;
+
+	if (!c->reconnect_ms || !conn_lost(ret) || s < 0)
+		return ret;
+	c->failed_server = -1;
+	return reconnect(c, (uint32_t)s);
 }
 
 uint32_t rdps_client_num_tables(const struct rdps_client *c)
@@ -312,7 +419,24 @@ static size_t chunk_rows(uint32_t dim)
 	return r < CLIENT_MAX_REQ_ROWS ? r : CLIENT_MAX_REQ_ROWS;
 }
 
+static int pull_once(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		     size_t n, float *out);
+
 int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		     size_t n, float *out)
+{
+	int ret = pull_once(c, table, ids, n, out);
+
+	/* A pull is idempotent: after a reconnect, read again. */
+	for (int tries = 0; ret && tries < 3 && c->reconnect_ms && conn_lost(ret); tries++) {
+		if (recover(c, ret))
+			return ret;
+		ret = pull_once(c, table, ids, n, out);
+	}
+	return ret;
+}
+
+static int pull_once(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 		     size_t n, float *out)
 {
 	const uint64_t *src;
@@ -322,6 +446,8 @@ int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 	int grouped, ret, first = 0;
 	bool more = true;
 
+	if (ensure_conns(c))
+		return -ENOTCONN;
 	if (!n)
 		return 0;
 	if (n > UINT32_MAX)
@@ -379,6 +505,18 @@ int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 	return 0;
 }
 
+/* A connection carrying pushes was lost: reconnect, and say what that cost. */
+static int lost_pushes(struct rdps_client *c, int ret, uint32_t s)
+{
+	if (!c->reconnect_ms || !conn_lost(ret))
+		return ret;
+	if (reconnect(c, s))
+		return ret;
+	snprintf(c->errmsg, sizeof(c->errmsg),
+		 "reconnected to server %u; pushes it had not acknowledged were lost", s);
+	return -ECONNRESET;
+}
+
 int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 		     const float *grads, size_t n)
 {
@@ -388,6 +526,8 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 	size_t chunk;
 	int grouped, ret;
 
+	if (ensure_conns(c))
+		return -ENOTCONN;
 	if (!n)
 		return 0;
 	if (n > UINT32_MAX)
@@ -415,7 +555,7 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 			ret = c->ops->push(c->conns[s], table, src + pos, g + pos * dim,
 					   (uint32_t)m);
 			if (ret)
-				return conn_fail(c, ret, s);
+				return lost_pushes(c, conn_fail(c, ret, s), s);
 			pos += m;
 		}
 	}
@@ -426,11 +566,15 @@ int rdps_client_flush(struct rdps_client *c)
 {
 	int first = 0;
 
+	if (ensure_conns(c))
+		return -ENOTCONN;
 	for (uint32_t s = 0; s < c->num_servers; s++) {
 		int ret = c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0);
 
+		if (ret)
+			ret = lost_pushes(c, conn_fail(c, ret, s), s);
 		if (ret && !first)
-			first = conn_fail(c, ret, s);
+			first = ret;
 	}
 	return first;
 }
@@ -452,6 +596,8 @@ int rdps_client_allreduce(struct rdps_client *c, double *v, size_t n)
 	double sum[RDPS_ALLREDUCE_MAX];
 	int ret;
 
+	if (ensure_conns(c))
+		return -ENOTCONN;
 	if (!n || n > RDPS_ALLREDUCE_MAX)
 		return -EINVAL;
 	ret = c->ops->call(c->conns[0], RDPS_REQ_ALLREDUCE, v, n * sizeof(double), sum,
@@ -469,6 +615,8 @@ int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
 
 	if (server >= c->num_servers)
 		return fail(c, -EINVAL, "no such server%s", "");
+	if (ensure_conns(c))
+		return -ENOTCONN;
 	ret = c->ops->call(c->conns[server], RDPS_REQ_STATS, NULL, 0, out, sizeof(*out), 0);
 	return ret ? conn_fail(c, ret, server) : 0;
 }
@@ -477,6 +625,8 @@ int rdps_client_checkpoint(struct rdps_client *c)
 {
 	int first = 0;
 
+	if (ensure_conns(c))
+		return -ENOTCONN;
 	for (uint32_t s = 0; s < c->num_servers; s++) {
 		int ret = c->ops->call(c->conns[s], RDPS_REQ_CHECKPOINT, NULL, 0, NULL, 0, 0);
 
@@ -491,6 +641,8 @@ int rdps_client_shutdown_servers(struct rdps_client *c)
 	/* An observer has pushed nothing (and may not flush). */
 	int first = c->observer ? 0 : rdps_client_flush(c);
 
+	if (ensure_conns(c))
+		return -ENOTCONN;
 	for (uint32_t s = 0; s < c->num_servers; s++) {
 		int ret = c->ops->call(c->conns[s], RDPS_REQ_SHUTDOWN, NULL, 0, NULL, 0, 0);
 
@@ -517,4 +669,9 @@ uint64_t rdps_client_rereads(const struct rdps_client *c)
 	for (uint32_t s = 0; s < c->num_servers; s++)
 		n += c->conns[s]->rereads;
 	return n;
+}
+
+uint64_t rdps_client_reconnects(const struct rdps_client *c)
+{
+	return c->reconnects;
 }

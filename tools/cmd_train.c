@@ -36,6 +36,8 @@ static void usage(FILE *f)
 "  --read-consistency MODE    validated (default) or relaxed one-sided reads (verbs)\n"
 "  --timeout SEC              bound on every wait for a server (default 60)\n"
 "  --keep_servers             do not shut the servers down at the end\n"
+"  --reconnect SEC            wait this long for a lost server to come back (restarted\n"
+"                             from its checkpoint) before failing (default 120; 0: fail)\n"
 "  --secret-file PATH         the job's shared secret (default: $RDPS_SECRET)\n"
 "model:\n"
 "  --model_name NAME          %s (default TransE_l2)\n"
@@ -84,7 +86,7 @@ int rdps_cmd_train(int argc, char **argv)
 	enum { O_DATA = 256, O_PART, O_STANDALONE, O_IPC, O_RANK, O_NTRAIN, O_NTHREAD, O_TRANSPORT,
 	       O_CONS, O_TIMEOUT, O_KEEP, O_MODEL, O_DIM, O_GAMMA, O_ADV, O_ADVT, O_RC, O_RN,
 	       O_BATCH, O_NEG, O_CHUNK, O_STEPS, O_LR, O_OPT, O_LOGI, O_SEED, O_SYNC, O_TEST,
-	       O_VALID, O_SAVE, O_SECRET, O_HELP };
+	       O_VALID, O_SAVE, O_SECRET, O_RECONNECT, O_HELP };
 	static const struct option opts[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "data_path", required_argument, NULL, O_DATA },
@@ -122,6 +124,7 @@ int rdps_cmd_train(int argc, char **argv)
 		{ "valid", no_argument, NULL, O_VALID },
 		{ "save_path", required_argument, NULL, O_SAVE },
 		{ "secret-file", required_argument, NULL, O_SECRET },
+		{ "reconnect", required_argument, NULL, O_RECONNECT },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "h", no_argument, NULL, O_HELP },
 		{ 0 },
@@ -184,6 +187,7 @@ int rdps_cmd_train(int argc, char **argv)
 		case O_VALID: o.valid = true; break;
 		case O_SAVE: o.save_path = optarg; break;
 		case O_SECRET: secret_file = optarg; break;
+		case O_RECONNECT: if (num("--reconnect", optarg, 0, 1e6, &v)) return 2; o.reconnect_ms = (int)(v * 1000); break;
 		case O_HELP: usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

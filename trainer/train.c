@@ -34,6 +34,7 @@ void rdps_train_opts_init(struct rdps_train_opts *o)
 	o->lr = 0.01f;
 	o->optimizer = RDPS_OPT_ADAGRAD_ROW;
 	o->shutdown_servers = true;
+	o->reconnect_ms = 120000;
 }
 
 struct job;
@@ -236,6 +237,7 @@ static int connect_worker(struct worker *w)
 		.read_consistency = o->read_consistency,
 		.quiet = w->t != 0 || o->standalone,
 		.secret = o->standalone ? NULL : o->secret,
+		.reconnect_ms = o->standalone ? 0 : o->reconnect_ms,
 	};
 	struct rdps_table_info ent, rel;
 	char err[640];
@@ -382,6 +384,12 @@ static int train_loop(struct worker *w)
 			ret = rdps_client_push(w->c, w->rel_table, w->rel_ids, w->rel_grad, w->n_rel);
 		if (!ret && o->sync_push)
 			ret = rdps_client_flush(w->c);
+		if (ret == -ECONNRESET && o->reconnect_ms) {
+			/* A server came back from its checkpoint: this step's
+			 * and unacknowledged pushes are lost, training goes on. */
+			rdps_warn("trainer %u: %s; continuing", o->rank, rdps_client_errmsg(w->c));
+			ret = 0;
+		}
 		if (ret) {
 			job_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
 			return ret;

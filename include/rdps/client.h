@@ -17,6 +17,11 @@
  * of a table; the client routes each to the server whose range holds it.
  * All functions return 0 on success or a negative errno; after a failure
  * rdps_client_errmsg() says what failed, naming the server.
+ *
+ * With reconnect_ms, a lost server (died, restarted from its checkpoint)
+ * is reconnected with backoff: a pull is then retried (it is idempotent);
+ * a push or flush returns -ECONNRESET once, saying that pushes the server
+ * had not acknowledged were lost, and the client goes on.
  */
 #ifndef RDPS_CLIENT_H
 #define RDPS_CLIENT_H
@@ -45,6 +50,8 @@ struct rdps_client_params {
 	int read_consistency;              /* enum rdps_read_consistency */
 	bool quiet;                        /* do not log the transport choice */
 	const struct rdps_secret *secret;  /* the job's shared secret (rdps/auth.h) */
+	int reconnect_ms;                  /* after losing a server, reconnect with
+					    * backoff for up to this long (0: don't) */
 	bool observer;                     /* admin client (stats, shutdown): not
 					    * part of the job, no barrier */
 };
@@ -129,6 +136,9 @@ const char *rdps_client_errmsg(const struct rdps_client *c);
 
 /* Name of the transport in use. */
 const char *rdps_client_transport(const struct rdps_client *c);
+
+/* Times a lost server was reconnected. */
+uint64_t rdps_client_reconnects(const struct rdps_client *c);
 
 /* Rows re-read after a torn one-sided read (validated mode), all servers. */
 uint64_t rdps_client_rereads(const struct rdps_client *c);

@@ -54,6 +54,7 @@ struct rdps_train_opts {
 	bool shutdown_servers;      /* trainer 0 stops the servers at the end */
 	int timeout_ms;             /* bound on each wait (0: 60 s) */
 	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
+	int reconnect_ms;           /* reconnect to a lost server for this long (0: fail) */
 };
 
 /* DGL-KE's defaults where it has one. */
