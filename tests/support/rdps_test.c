@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -97,6 +98,8 @@ pid_t rdps_test_spawn(char *const argv[], const char *log)
 	if (pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
+		/* A failed assertion ends the test process: take the child with it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
