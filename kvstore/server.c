@@ -66,11 +66,15 @@ static int handle_hello(struct rdps_server *s, struct rdps_request *req)
 			 req->client_id, req->num_clients);
 		return -EINVAL;
 	}
+	if (req->num_clients > RDPS_MAX_CLIENTS) {
+		snprintf(req->errmsg, req->errlen, "a job of %u clients is over the limit of %d",
+			 req->num_clients, RDPS_MAX_CLIENTS);
+		return -EINVAL;
+	}
 	if (!s->num_clients) {
 		s->client_state = calloc(req->num_clients, 1);
 		s->barrier_tokens = calloc(req->num_clients, sizeof(uint64_t));
-		s->coll_vec = calloc((size_t)req->num_clients * RDPS_ALLREDUCE_MAX, sizeof(double));
-		if (!s->client_state || !s->barrier_tokens || !s->coll_vec) {
+		if (!s->client_state || !s->barrier_tokens) {
 			job_reset(s);
 			return -ENOMEM;
 		}
@@ -144,6 +148,12 @@ static int handle_collective(struct rdps_server *s, struct rdps_request *req)
 			 req->client_id, rdps_req_name((int)req->type), len,
 			 rdps_req_name((int)s->coll_type), s->coll_len);
 		return -EINVAL;
+	}
+	if (len && !s->coll_vec) {
+		/* Only jobs that reduce pay for the vectors. */
+		s->coll_vec = calloc((size_t)s->num_clients * RDPS_ALLREDUCE_MAX, sizeof(double));
+		if (!s->coll_vec)
+			return -ENOMEM;
 	}
 	if (!s->barrier_arrived) {
 		s->coll_type = req->type;

@@ -204,6 +204,10 @@ int rdps_pt_split_fields(const struct rdps_pt_lines *lr, char *line, long len,
 	char *p = line, *end = line + len;
 	int i = 0;
 
+	/* A NUL would cut a name short and make two names one. */
+	if (memchr(line, '\0', (size_t)len))
+		return rdps_pt_fail(err, errlen, -EINVAL, "%s:%llu: contains a NUL byte",
+				    lr->path, (unsigned long long)lr->lineno);
 	for (;;) {
 		char *tab = memchr(p, '\t', (size_t)(end - p));
 		char *stop = tab ? tab : end;

@@ -12,6 +12,9 @@ int rdps_cmd_ckpt(int argc, char **argv);
 int rdps_cmd_train(int argc, char **argv);
 int rdps_cmd_dataset(int argc, char **argv);
 int rdps_cmd_partition(int argc, char **argv);
+int rdps_cmd_launch(int argc, char **argv);
+int rdps_cmd_doctor(int argc, char **argv);
+int rdps_cmd_bench(int argc, char **argv);
 
 struct rdps_command {
 	const char *name;

@@ -14,6 +14,9 @@ static const struct rdps_command commands[] = {
 	{ "ckpt", rdps_cmd_ckpt, "ask every server to write a checkpoint now" },
 	{ "dataset", rdps_cmd_dataset, "build, import or check a knowledge-graph dataset" },
 	{ "partition", rdps_cmd_partition, "split a dataset into k parts (METIS or random)" },
+	{ "launch", rdps_cmd_launch, "run a job's servers and trainers (local, mpi, slurm, k8s)" },
+	{ "doctor", rdps_cmd_doctor, "check this host for a job (RDMA, memlock, ports, peers)" },
+	{ "bench", rdps_cmd_bench, "microbenchmarks, each figure beside its limit (perf/)" },
 };
 
 static void usage(FILE *f)

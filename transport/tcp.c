@@ -304,35 +304,52 @@ static int tcp_handshake(struct tcp_conn *tc, const struct rdps_conn_params *p,
 	return ret;
 }
 
-static int tcp_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
-		       char *err, size_t errlen)
+/* A connection on a connected socket: the handshake, and every failure
+ * named in err. Takes fd (closed on failure). */
+static int conn_from_fd(int fd, const struct rdps_conn_params *p, struct rdps_conn **out,
+			char *err, size_t errlen)
 {
 	struct tcp_conn *tc;
 	int ret;
 
 	*out = NULL;
 	tc = calloc(1, sizeof(*tc));
-	if (!tc)
+	if (!tc) {
+		close(fd);
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	tc->base.ops = &tcp_ops;
+	tc->fd = fd;
 	tc->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 60000;
 	tc->max_inflight = p->max_inflight_bytes ? p->max_inflight_bytes : (64u << 20);
-	snprintf(tc->base.peer, sizeof(tc->base.peer), "server %u (%s:%u)",
-		 p->server_id, p->host, p->port);
-	ret = rdps_sock_connect(p->host, p->port, tc->timeout_ms, &tc->fd, err, errlen);
-	if (ret)
-		goto err_free;
+	snprintf(tc->base.peer, sizeof(tc->base.peer), "server %u (%s:%u)", p->server_id,
+		 p->host ? p->host : "?", p->port);
+	err[0] = '\0';
 	ret = tcp_handshake(tc, p, err, errlen);
-	if (ret)
-		goto err_close;
+	if (ret) {
+		if (!err[0])
+			snprintf(err, errlen, "%s",
+				 tc->base.errmsg[0] ? tc->base.errmsg : rdps_strerror(ret));
+		close(fd);
+		free(tc);
+		return ret;
+	}
 	*out = &tc->base;
 	return 0;
+}
 
-err_close:
-	close(tc->fd);
-err_free:
-	free(tc);
-	return ret;
+static int tcp_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
+		       char *err, size_t errlen)
+{
+	int fd, ret;
+
+	*out = NULL;
+	ret = rdps_sock_connect(p->host, p->port, p->timeout_ms > 0 ? p->timeout_ms : 60000, &fd,
+				err, errlen);
+	if (ret)
+		return ret;
+	return conn_from_fd(fd, p, out, err, errlen);
 }
 
 static void tcp_close(struct rdps_conn *c)
@@ -1274,4 +1291,14 @@ static const struct rdps_transport_ops tcp_ops = {
 const struct rdps_transport_ops *rdps_transport_tcp(void)
 {
 	return &tcp_ops;
+}
+
+/* ====================================================================== */
+/* Fuzzing                                                                */
+
+int rdps_tcp_fuzz_client(int fd, const struct rdps_conn_params *p, struct rdps_conn **out,
+			 char *err, size_t errlen)
+{
+	/* Exactly tcp_connect(), on a socket the fuzzer plays the server of. */
+	return conn_from_fd(fd, p, out, err, errlen);
 }

@@ -25,4 +25,12 @@ int rdps_tcp_server_fd(struct rdps_tserver *s);
 /* The socket of a client connection (to watch for a dead server). */
 int rdps_tcp_conn_fd(struct rdps_conn *c);
 
+/* For tests and fuzzing (tests/fuzz/fuzz_handshake.c): the client side of
+ * connect() over fd, an already connected nonblocking stream socket (e.g.
+ * one end of a socketpair whose other end plays the server): runs the real
+ * handshake and welcome parsing and returns a connection usable with the
+ * tcp ops, or -errno with a reason in err. Takes ownership of fd. */
+int rdps_tcp_fuzz_client(int fd, const struct rdps_conn_params *p, struct rdps_conn **out,
+			 char *err, size_t errlen);
+
 #endif

@@ -19,6 +19,10 @@
 extern "C" {
 #endif
 
+/* Clients in one job, at most (bounds what a hello can make a server
+ * allocate). */
+#define RDPS_MAX_CLIENTS 65536
+
 struct rdps_server_table_config {
 	char name[RDPS_TABLE_NAME_MAX];
 	uint64_t num_rows;        /* rows of the whole table */

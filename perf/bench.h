@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps bench: the shared harness of the perf/ benchmarks (rdps bench <kind>).
+ *
+ * Every benchmark is a thin driver over these pieces:
+ *  - a latency recorder: timestamps go into an array preallocated before the
+ *    measured loop; percentiles are computed after it (perftest's
+ *    run_iter_lat / print_report_lat split);
+ *  - a JSON-line writer (one object per measurement, on stdout) and a human
+ *    table (on stderr), so `rdps bench ... > results.jsonl` keeps both apart;
+ *  - an in-process cluster: servers created with rdps_server_create(), each
+ *    served by its own thread over the real transport, and clients for them;
+ *  - the limits measured in the same run: a raw TCP ping-pong of given
+ *    request/reply sizes (TCP_NODELAY) and perftest's ib_read_lat /
+ *    ib_read_bw spawned as processes on the same RDMA device;
+ *  - child processes with their output read line by line (rdps train).
+ *
+ * Internal to the rdps tool. Functions return 0 (or a count) or -errno, with
+ * a reason in err where they take one; only the drivers print.
+ */
+#ifndef RDPS_PERF_BENCH_H
+#define RDPS_PERF_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "rdps/client.h"
+#include "rdps/common.h"
+#include "rdps/kvstore.h"
+
+/* Entry points of `rdps bench <kind>`; argv[0] is the kind. Exit codes as
+ * the tool's commands: 0 ok, 1 failure, 2 usage error. */
+int rdps_bench_pull(int argc, char **argv);
+int rdps_bench_push(int argc, char **argv);
+int rdps_bench_train(int argc, char **argv);
+int rdps_bench_load(int argc, char **argv);
+int rdps_bench_zmq(int argc, char **argv);
+
+/* ---------------------------------------------------------------------- */
+/* Latency recorder                                                        */
+
+struct bench_lat {
+	uint64_t *ns; /* cap samples, allocated once */
+	size_t cap;   /* capacity */
+	size_t n;     /* samples recorded */
+};
+
+struct bench_pct {
+	size_t n;       /* samples */
+	double min_us;
+	double mean_us;
+	double p50_us;
+	double p99_us;
+	double p999_us;
+	double max_us;
+};
+
+int bench_lat_init(struct bench_lat *l, size_t cap);
+void bench_lat_free(struct bench_lat *l);
+
+static inline void bench_lat_reset(struct bench_lat *l)
+{
+	l->n = 0;
+}
+
+/* Records one sample (dropped silently once the array is full). */
+static inline void bench_lat_add(struct bench_lat *l, uint64_t ns)
+{
+	if (l->n < l->cap)
+		l->ns[l->n++] = ns;
+}
+
+static inline bool bench_lat_full(const struct bench_lat *l)
+{
+	return l->n == l->cap;
+}
+
+/* Sorts the samples in place and fills out (all NaN when there are none). */
+void bench_lat_summary(struct bench_lat *l, struct bench_pct *out);
+
+/* Value at quantile q (0..1) of samples sorted by bench_lat_summary, in us. */
+double bench_lat_quantile_us(const struct bench_lat *l, double q);
+
+/* Appends the CDF of sorted samples to f as "label quantile latency_us"
+ * lines, points evenly spaced in quantile (and the extreme tail). */
+void bench_lat_write_cdf(const struct bench_lat *l, FILE *f, const char *label);
+
+/* ---------------------------------------------------------------------- */
+/* JSON lines                                                              */
+
+struct bench_json {
+	char buf[4096];
+	size_t len;
+};
+
+/* Starts {"bench":"NAME" ... */
+void bench_json_begin(struct bench_json *j, const char *bench);
+void bench_json_str(struct bench_json *j, const char *key, const char *val);
+/* A number; NaN and infinities become null (a limit that was not measured). */
+void bench_json_num(struct bench_json *j, const char *key, double v);
+void bench_json_int(struct bench_json *j, const char *key, uint64_t v);
+void bench_json_bool(struct bench_json *j, const char *key, bool v);
+/* Closes the object and writes it as one line to stdout (flushed). */
+void bench_json_end(struct bench_json *j);
+
+/* The human table goes to stderr: a title, a header, then rows. */
+void bench_table_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bench_table_row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* figure / limit, NaN when the limit is missing or zero. */
+double bench_ratio(double figure, double limit);
+
+/* ---------------------------------------------------------------------- */
+/* Option helpers                                                          */
+
+/* Parses "1,16,256" into out[0..max); returns the count or -EINVAL. Accepts
+ * k/M suffixes. */
+int bench_parse_list(const char *s, uint64_t *out, int max);
+/* Parses a number with optional k/M/G suffix into *out, within [lo, hi]. */
+int bench_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+int bench_parse_double(const char *s, double lo, double hi, double *out);
+
+/* A base port for this run: base if non-zero, else a random one in
+ * 20000..39999 such that span consecutive ports are free now (checked by
+ * binding them; servers bind a moment later, a race we accept). */
+uint16_t bench_pick_port(uint64_t base, unsigned span);
+
+/* xorshift64*: ids for the measured loops without calling into libc. */
+static inline uint64_t bench_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Fills ids[0..n) with uniform random ids below rows, or (clustered) with
+ * start, start+1, ... for a random start. */
+void bench_fill_ids(uint64_t *ids, size_t n, uint64_t rows, bool clustered, uint64_t *seed);
+
+/* Page-aligned, pre-faulted buffer (free()). NULL on failure. */
+void *bench_alloc(size_t bytes);
+
+/* ---------------------------------------------------------------------- */
+/* In-process cluster                                                      */
+
+struct bench_table_spec {
+	const char *name;   /* table name */
+	uint64_t rows;
+	uint32_t dim;
+	int optimizer;      /* enum rdps_optimizer */
+	float lr;
+};
+
+struct bench_cluster_opts {
+	const char *transport;  /* "tcp", "verbs" */
+	const char *host;       /* listen and connect address */
+	uint16_t port;          /* base port: server s listens on port + s */
+	uint32_t num_servers;
+	uint32_t num_tables;
+	struct bench_table_spec tables[RDPS_MAX_TABLES];
+};
+
+struct bench_cluster; /* opaque */
+
+/* Creates num_servers servers on host:port.. and starts one thread per
+ * server running rdps_server_run(). For verbs it first checks that an RDMA
+ * device serves the route to host and says so in err if not. */
+int bench_cluster_start(const struct bench_cluster_opts *o, struct bench_cluster **out,
+			char *err, size_t errlen);
+
+/* A client of the cluster (rdps_client_destroy it). Every client of one
+ * cluster must give the same num_clients (the servers' job size). */
+int bench_cluster_client(struct bench_cluster *cl, uint32_t client_id, uint32_t num_clients,
+			 int read_consistency, struct rdps_client **out, char *err,
+			 size_t errlen);
+
+/* CPU time (ns) the thread of server s has used so far. */
+uint64_t bench_cluster_server_cpu_ns(const struct bench_cluster *cl, uint32_t s);
+
+/* Stops and joins the server threads, destroys the servers. Accepts NULL. */
+void bench_cluster_stop(struct bench_cluster *cl);
+
+/* ---------------------------------------------------------------------- */
+/* Limits                                                                  */
+
+/* Raw TCP ping-pong: a server thread on host (ephemeral port) that, per
+ * request, reads an 8-byte header {u32 req_bytes, u32 reply_bytes}, the rest
+ * of the request, and writes reply_bytes; one thread per connection. */
+struct bench_pingpong;
+
+int bench_pingpong_start(const char *host, struct bench_pingpong **out, char *err,
+			 size_t errlen);
+void bench_pingpong_stop(struct bench_pingpong *pp);
+
+/* A connected client socket (TCP_NODELAY), or -errno. */
+int bench_pingpong_connect(struct bench_pingpong *pp);
+
+/* One exchange of req_bytes (>= 8) out and reply_bytes back over fd, using
+ * buf (at least max(req, reply) bytes). 0 or -errno. */
+int bench_pingpong_once(int fd, void *buf, uint32_t req_bytes, uint32_t reply_bytes);
+
+/* perftest figures (microseconds, bytes per second, messages per second). */
+struct bench_perftest {
+	double typical_us; /* ib_read_lat t_typical (its median) */
+	double avg_us;
+	double p99_us;
+	double p999_us;
+	double bw_bytes_s; /* ib_read_bw average */
+	double msg_rate;   /* ib_read_bw messages/s */
+};
+
+struct bench_perftest_opts {
+	const char *dev;   /* -d */
+	int gid_index;     /* -x, < 0: perftest's default */
+	const char *host;  /* server address (same device) */
+	uint16_t port;     /* -p, changed per run by the caller */
+	unsigned iters;    /* -n (latency tools) */
+	unsigned seconds;  /* -D (bandwidth tools: steady state, not ramp-up) */
+	int timeout_s;     /* per process */
+};
+
+/* Runs `tool` (ib_read_lat or ib_read_bw) server and client on the same
+ * device for message size bytes, parses the client's result row. 0 or
+ * -errno with the tool's output tail in err. */
+int bench_perftest(const char *tool, const struct bench_perftest_opts *o, uint32_t bytes,
+		   struct bench_perftest *out, char *err, size_t errlen);
+
+/* First RDMA device name and the GID index of host's RoCE v2 GID on it
+ * (for perftest's -d/-x). 0 or -ENODEV / -ENOENT with a reason. */
+int bench_rdma_device(const char *host, char *dev, size_t devlen, int *gid_index, char *err,
+		      size_t errlen);
+
+/* ---------------------------------------------------------------------- */
+/* Child processes                                                         */
+
+struct bench_child {
+	pid_t pid;
+	FILE *out; /* its stdout (and stderr if merged), line-buffered reads */
+};
+
+/* Starts argv (argv[0] "rdps" means this very executable) with stdout on a
+ * pipe (c->out), or into the file out_path if non-NULL (c->out is then NULL);
+ * stderr goes the same way if merge_stderr, else to /dev/null if
+ * quiet_stderr, else is inherited. */
+int bench_child_start(char *const argv[], const char *out_path, bool merge_stderr,
+		      bool quiet_stderr, struct bench_child *c);
+/* Waits for it; returns its exit status (128+signal if killed) or -errno. */
+int bench_child_wait(struct bench_child *c);
+/* SIGTERM, then wait. */
+void bench_child_kill(struct bench_child *c);
+
+#endif /* RDPS_PERF_BENCH_H */

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdps bench push: pushes/s and gradient GB/s applied per optimizer, and the
+ * server's apply rate per core.
+ *
+ * One in-process cluster holds one table per optimizer. For each optimizer
+ * and batch size, every client pushes random ids for --seconds, then
+ * flushes (so the time covers applying, not only sending). The servers'
+ * counters (rdps_client_server_stats) give the rows they applied; the server
+ * threads' CPU time (pthread_getcpuclockid) gives rows applied per core
+ * second.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf/bench.h"
+
+#define MAX_LIST 8
+#define MAX_CLIENTS 16
+
+struct push_opts {
+	const char *transport, *host;
+	uint16_t port;
+	uint32_t servers, clients;
+	uint64_t table_rows, dim;
+	uint64_t batches[MAX_LIST];
+	int nbatches;
+	int opts[3];
+	int nopts;
+	double seconds;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: rdps bench push [options]\n"
+"\n"
+"Pushes/s and gradient GB/s applied per optimizer (sgd, adagrad_row, adagrad),\n"
+"and the server's apply rate per core: rows applied (server counters) over the\n"
+"server threads' CPU time. Each run pushes random ids for --seconds from every\n"
+"client, then flushes, so the time includes applying. Servers run in this\n"
+"process, one thread each, over the real transport.\n"
+"Output: JSON lines (bench \"push\") on stdout, a table on stderr.\n"
+"\n"
+"  --transport tcp|verbs      (default tcp)\n"
+"  --host ADDR                (default 127.0.0.1)\n"
+"  --port N                   base port (default: derived from the pid)\n"
+"  --servers N                (default 1)\n"
+"  --clients N                pushing clients, one thread each (default 1)\n"
+"  --table-rows N             rows per table (default 100k)\n"
+"  --dim N                    floats per row (default 400)\n"
+"  --batches LIST             rows per push (default 1024)\n"
+"  --optimizers LIST          (default sgd,adagrad_row,adagrad)\n"
+"  --seconds S                per configuration (default 2)\n"
+"  -h, --help                 this text\n");
+}
+
+struct push_worker {
+	pthread_t thread;
+	pthread_barrier_t *start;
+	struct rdps_client *c;
+	uint32_t table, n, dim;
+	uint64_t table_rows;
+	uint64_t *ids;
+	float *grads;
+	double seconds;
+	uint64_t pushes, ns;
+	int ret;
+};
+
+static void *push_main(void *arg)
+{
+	struct push_worker *w = arg;
+	uint64_t seed = (uint64_t)(uintptr_t)w * 0x9e3779b97f4a7c15ull, t0, deadline, now;
+
+	pthread_barrier_wait(w->start);
+	t0 = now = rdps_now_ns();
+	deadline = t0 + (uint64_t)(w->seconds * 1e9);
+	w->pushes = 0;
+	w->ret = 0;
+	while (now < deadline) {
+		bench_fill_ids(w->ids, w->n, w->table_rows, false, &seed);
+		w->ret = rdps_client_push(w->c, w->table, w->ids, w->grads, w->n);
+		if (w->ret)
+			break;
+		w->pushes++;
+		now = rdps_now_ns();
+	}
+	if (!w->ret)
+		w->ret = rdps_client_flush(w->c);
+	w->ns = rdps_now_ns() - t0;
+	return NULL;
+}
+
+static int server_rows_pushed(struct rdps_client *c, uint32_t servers, uint64_t *rows)
+{
+	*rows = 0;
+	for (uint32_t s = 0; s < servers; s++) {
+		struct rdps_server_stats st;
+		int ret = rdps_client_server_stats(c, s, &st);
+
+		if (ret)
+			return ret;
+		*rows += st.rows_pushed;
+	}
+	return 0;
+}
+
+int rdps_bench_push(int argc, char **argv)
+{
+	enum { O_TRANSPORT = 256, O_HOST, O_PORT, O_SERVERS, O_CLIENTS, O_ROWS, O_DIM, O_BATCHES,
+	       O_OPTS, O_SECONDS };
+	static const struct option lopts[] = {
+		{ "transport", required_argument, NULL, O_TRANSPORT },
+		{ "host", required_argument, NULL, O_HOST },
+		{ "port", required_argument, NULL, O_PORT },
+		{ "servers", required_argument, NULL, O_SERVERS },
+		{ "clients", required_argument, NULL, O_CLIENTS },
+		{ "table-rows", required_argument, NULL, O_ROWS },
+		{ "dim", required_argument, NULL, O_DIM },
+		{ "batches", required_argument, NULL, O_BATCHES },
+		{ "optimizers", required_argument, NULL, O_OPTS },
+		{ "seconds", required_argument, NULL, O_SECONDS },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct push_opts o = {
+		.transport = "tcp", .host = "127.0.0.1", .servers = 1, .clients = 1,
+		.table_rows = 100000, .dim = 400, .batches = { 1024 }, .nbatches = 1,
+		.opts = { RDPS_OPT_SGD, RDPS_OPT_ADAGRAD_ROW, RDPS_OPT_ADAGRAD }, .nopts = 3,
+		.seconds = 2,
+	};
+	struct bench_cluster_opts co;
+	struct bench_cluster *cl = NULL;
+	struct rdps_client *clients[MAX_CLIENTS] = { NULL };
+	struct push_worker w[MAX_CLIENTS];
+	uint64_t v, max_batch = 0;
+	char err[1024];
+	int opt, li = 0, ret, rc = 1;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", lopts, &li)) != -1) {
+		switch (opt) {
+		case O_TRANSPORT:
+			if (strcmp(optarg, "tcp") && strcmp(optarg, "verbs"))
+				goto bad;
+			o.transport = optarg;
+			break;
+		case O_HOST: o.host = optarg; break;
+		case O_PORT:
+			if (bench_parse_u64(optarg, 1, 65000, &v))
+				goto bad;
+			o.port = (uint16_t)v;
+			break;
+		case O_SERVERS:
+			if (bench_parse_u64(optarg, 1, 16, &v))
+				goto bad;
+			o.servers = (uint32_t)v;
+			break;
+		case O_CLIENTS:
+			if (bench_parse_u64(optarg, 1, MAX_CLIENTS, &v))
+				goto bad;
+			o.clients = (uint32_t)v;
+			break;
+		case O_ROWS:
+			if (bench_parse_u64(optarg, 1, 1ull << 32, &o.table_rows))
+				goto bad;
+			break;
+		case O_DIM:
+			if (bench_parse_u64(optarg, 1, 4096, &o.dim))
+				goto bad;
+			break;
+		case O_BATCHES:
+			if ((o.nbatches = bench_parse_list(optarg, o.batches, MAX_LIST)) < 0)
+				goto bad;
+			break;
+		case O_OPTS: {
+			char tmp[128], *save = NULL, *tok;
+
+			snprintf(tmp, sizeof(tmp), "%s", optarg);
+			o.nopts = 0;
+			for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				int k = rdps_optimizer_parse(tok);
+
+				if (k < 0 || o.nopts == 3)
+					goto bad;
+				o.opts[o.nopts++] = k;
+			}
+			if (!o.nopts)
+				goto bad;
+			break;
+		}
+		case O_SECONDS:
+			if (bench_parse_double(optarg, 0.01, 3600, &o.seconds))
+				goto bad;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rdps bench push: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	for (int i = 0; i < o.nbatches; i++)
+		max_batch = o.batches[i] > max_batch ? o.batches[i] : max_batch;
+
+	co = (struct bench_cluster_opts){ .transport = o.transport, .host = o.host,
+					  .port = bench_pick_port(o.port, o.servers), .num_servers = o.servers,
+					  .num_tables = (uint32_t)o.nopts };
+	for (int i = 0; i < o.nopts; i++)
+		co.tables[i] = (struct bench_table_spec){ .name = rdps_optimizer_name(o.opts[i]),
+							  .rows = o.table_rows, .dim = (uint32_t)o.dim,
+							  .optimizer = o.opts[i], .lr = 1e-3f };
+	err[0] = 0;
+	ret = bench_cluster_start(&co, &cl, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps bench push: %s\n", err[0] ? err : rdps_strerror(ret));
+		return 1;
+	}
+	memset(w, 0, sizeof(w));
+	for (uint32_t i = 0; i < o.clients; i++) {
+		ret = bench_cluster_client(cl, i, o.clients, RDPS_READ_VALIDATED, &clients[i], err,
+					   sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rdps bench push: client: %s\n", err);
+			goto out;
+		}
+		w[i].ids = bench_alloc(max_batch * sizeof(uint64_t));
+		w[i].grads = bench_alloc(max_batch * o.dim * sizeof(float));
+		if (!w[i].ids || !w[i].grads) {
+			fprintf(stderr, "rdps bench push: out of memory\n");
+			goto out;
+		}
+		for (uint64_t k = 0; k < max_batch * o.dim; k++)
+			w[i].grads[k] = (float)((k % 17) - 8) * 1e-3f;
+	}
+
+	bench_table_title("push, %s, %u server(s), %u client(s), dim %llu (gradient payload GB/s)",
+			  o.transport, o.servers, o.clients, (unsigned long long)o.dim);
+	bench_table_row("%-12s %6s %10s %12s %8s | %12s %10s %14s %12s", "optimizer", "rows",
+			"pushes/s", "rows/s", "GB/s", "srv applied", "srv cpu s", "rows/core-s",
+			"GB/core-s");
+	for (int t = 0; t < o.nopts; t++)
+		for (int b = 0; b < o.nbatches; b++) {
+			uint32_t n = (uint32_t)o.batches[b];
+			uint64_t rows0, rows1, cpu0 = 0, cpu1 = 0, pushes = 0, ns = 0;
+			pthread_barrier_t start;
+			double secs, cpu_s, applied, per_core;
+			struct bench_json j;
+
+			ret = server_rows_pushed(clients[0], o.servers, &rows0);
+			if (ret)
+				goto stats_failed;
+			for (uint32_t s = 0; s < o.servers; s++)
+				cpu0 += bench_cluster_server_cpu_ns(cl, s);
+			pthread_barrier_init(&start, NULL, o.clients);
+			for (uint32_t i = 0; i < o.clients; i++) {
+				w[i].start = &start;
+				w[i].c = clients[i];
+				w[i].table = (uint32_t)t;
+				w[i].n = n;
+				w[i].dim = (uint32_t)o.dim;
+				w[i].table_rows = o.table_rows;
+				w[i].seconds = o.seconds;
+				if (pthread_create(&w[i].thread, NULL, push_main, &w[i])) {
+					fprintf(stderr, "rdps bench push: cannot start a client thread\n");
+					exit(1);
+				}
+			}
+			for (uint32_t i = 0; i < o.clients; i++) {
+				pthread_join(w[i].thread, NULL);
+				if (w[i].ret) {
+					fprintf(stderr, "rdps bench push: push failed: %s\n",
+						rdps_client_errmsg(clients[i]));
+					pthread_barrier_destroy(&start);
+					goto out;
+				}
+				pushes += w[i].pushes;
+				ns = w[i].ns > ns ? w[i].ns : ns;
+			}
+			pthread_barrier_destroy(&start);
+			for (uint32_t s = 0; s < o.servers; s++)
+				cpu1 += bench_cluster_server_cpu_ns(cl, s);
+			ret = server_rows_pushed(clients[0], o.servers, &rows1);
+			if (ret)
+				goto stats_failed;
+			secs = ns / 1e9;
+			cpu_s = (cpu1 - cpu0) / 1e9;
+			applied = (double)(rows1 - rows0);
+			per_core = cpu_s > 0 ? applied / cpu_s : 0;
+			bench_json_begin(&j, "push");
+			bench_json_str(&j, "transport", o.transport);
+			bench_json_str(&j, "optimizer", rdps_optimizer_name(o.opts[t]));
+			bench_json_int(&j, "servers", o.servers);
+			bench_json_int(&j, "clients", o.clients);
+			bench_json_int(&j, "rows", n);
+			bench_json_int(&j, "dim", o.dim);
+			bench_json_num(&j, "seconds", secs);
+			bench_json_num(&j, "pushes_per_s", pushes / secs);
+			bench_json_num(&j, "rows_per_s", applied / secs);
+			bench_json_num(&j, "gb_per_s", applied * o.dim * 4 / secs / 1e9);
+			bench_json_int(&j, "server_rows_applied", rows1 - rows0);
+			bench_json_num(&j, "server_cpu_s", cpu_s);
+			bench_json_num(&j, "apply_rows_per_core_s", per_core);
+			bench_json_num(&j, "apply_gb_per_core_s", per_core * o.dim * 4 / 1e9);
+			bench_json_end(&j);
+			bench_table_row("%-12s %6u %10.0f %12.0f %8.3f | %12.0f %10.2f %14.0f %12.3f",
+					rdps_optimizer_name(o.opts[t]), n, pushes / secs, applied / secs,
+					applied * o.dim * 4 / secs / 1e9, applied, cpu_s, per_core,
+					per_core * o.dim * 4 / 1e9);
+		}
+	rc = 0;
+	goto out;
+stats_failed:
+	fprintf(stderr, "rdps bench push: server stats: %s\n", rdps_client_errmsg(clients[0]));
+out:
+	for (uint32_t i = 0; i < MAX_CLIENTS; i++) {
+		rdps_client_destroy(clients[i]);
+		free(w[i].ids);
+		free(w[i].grads);
+	}
+	bench_cluster_stop(cl);
+	return rc;
+bad:
+	fprintf(stderr, "rdps bench push: bad value '%s' for --%s (see --help)\n", optarg,
+		lopts[li].name);
+	return 2;
+}

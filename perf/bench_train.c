@@ -1,0 +1,702 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdps bench train: the training job's speed.
+ *
+ *  kernel       rdps_model_step() in a loop, one thread, per model, at
+ *               hidden_dim 400, 200 negatives, batch 1024 (defaults), against
+ *               issue 5's goal of 20k positive triples/s per core;
+ *  standalone   `rdps train --standalone` (a child process) on the dataset;
+ *  distributed  2 `rdps server` + 2 `rdps train` processes over TCP on a
+ *               2-way partition of the dataset;
+ *  curve        standalone runs of increasing --max_step with --test: loss
+ *               against time from their progress lines, test MRR at the end
+ *               of each run (the training curve of perf/report.md).
+ *
+ * Throughput and the shares of step time in pull, compute and push come from
+ * the trainers' progress lines ("step ... pull X ms compute Y ms push Z ms",
+ * thread 0's interval means), read line by line as they are printed.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "perf/bench.h"
+#include "rdps/dataset.h"
+#include "rdps/partition.h"
+#include "rdps/trainer.h"
+
+#define MAX_LIST 16
+#define KERNEL_GOAL 20000.0 /* positive triples/s per core (issue 5) */
+
+struct train_opts {
+	const char *data, *workdir, *model;
+	uint64_t hidden_dim, batch, neg, max_step, log_interval, threads;
+	double gamma, lr;
+	bool adv;
+	bool ph_kernel, ph_standalone, ph_distributed, ph_curve;
+	uint64_t curve_steps[MAX_LIST];
+	int ncurve;
+	const char *kernel_models;
+	uint64_t kernel_dim, kernel_neg, kernel_batch;
+	double kernel_seconds;
+	uint16_t port;
+	uint64_t synth_entities, synth_triples;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: rdps bench train [options]\n"
+"\n"
+"Training speed. Phases (--phases, default kernel,standalone,distributed):\n"
+"  kernel       rdps_model_step in a loop, one thread, per model (hidden_dim 400,\n"
+"               neg 200, batch 1024) vs the goal of 20k pos triples/s per core\n"
+"  standalone   rdps train --standalone: pos triples/s, shares of step time in\n"
+"               pull / compute / push\n"
+"  distributed  2 rdps servers + 2 trainers over TCP on 127.0.0.1 (k=2 partition)\n"
+"  curve        standalone runs of --curve-steps with --test: loss vs time and\n"
+"               test MRR at the end of each run\n"
+"Output: JSON lines (bench \"kernel\", \"train\", \"train_log\", \"train_eval\") on\n"
+"stdout, a table on stderr. Child processes are this executable.\n"
+"\n"
+"  --data DIR             dataset (raw layout); default: a synthetic graph made\n"
+"                         in --workdir (--synth-entities, --synth-triples)\n"
+"  --workdir DIR          (default /tmp/rdps-bench-train)\n"
+"  --phases LIST          kernel,standalone,distributed,curve\n"
+"  --model_name NAME      (default TransE_l2)\n"
+"  --hidden_dim N         (default 400)\n"
+"  --gamma F              (default 12)\n"
+"  --lr F                 (default 0.1)\n"
+"  -adv, --adv            self-adversarial negatives\n"
+"  --batch_size N         (default 1024)\n"
+"  --neg_sample_size N    (default 256)\n"
+"  --max_step N           steps per thread of the standalone/distributed runs\n"
+"                         (default 1000)\n"
+"  --log_interval N       (default 100)\n"
+"  --num_thread N         standalone threads (default 2)\n"
+"  --curve-steps LIST     (default 500,1000,2000)\n"
+"  --kernel-models LIST   (default all: TransE_l1,TransE_l2,DistMult,ComplEx,RotatE,RESCAL)\n"
+"  --kernel-dim N, --kernel-neg N, --kernel-batch N   (default 400, 200, 1024)\n"
+"  --kernel-seconds S     per model (default 2)\n"
+"  --port N               distributed servers' base port (default: from the pid)\n"
+"  --synth-entities N, --synth-triples N   (default 20k, 400k)\n"
+"  -h, --help             this text\n");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Model kernel                                                            */
+
+static int kernel_rate(const struct train_opts *o, const char *name, double *rate, char *err,
+		       size_t errlen)
+{
+	struct rdps_model_params mp;
+	struct rdps_model *m = NULL;
+	uint32_t B = (uint32_t)o->kernel_batch, N = (uint32_t)o->kernel_neg, chunk = N;
+	uint32_t nchunks = (B + chunk - 1) / chunk, n_ent = 2 * B + nchunks * N, n_rel = 18;
+	uint32_t *head = NULL, *rel = NULL, *tail = NULL, *neg = NULL;
+	float *ent = NULL, *rrows = NULL, *eg = NULL, *rg = NULL;
+	void *scratch = NULL;
+	size_t ssz;
+	uint64_t seed = 12345, busy = 0, steps = 0, deadline;
+	struct rdps_batch b;
+	int ret;
+
+	rdps_model_params_init(&mp);
+	mp.name = name;
+	mp.hidden_dim = (uint32_t)o->kernel_dim;
+	mp.adv = true;
+	ret = rdps_model_create(&m, &mp);
+	if (ret) {
+		snprintf(err, errlen, "model %s: %s (models: %s)", name, rdps_strerror(ret),
+			 rdps_model_names());
+		return ret;
+	}
+	ssz = rdps_model_scratch_size(m, chunk, N, n_ent, n_rel);
+	head = malloc(B * 4);
+	rel = malloc(B * 4);
+	tail = malloc(B * 4);
+	neg = malloc((size_t)nchunks * N * 4);
+	ent = bench_alloc((size_t)n_ent * rdps_model_entity_dim(m) * 4);
+	eg = bench_alloc((size_t)n_ent * rdps_model_entity_dim(m) * 4);
+	rrows = bench_alloc((size_t)n_rel * rdps_model_relation_dim(m) * 4);
+	rg = bench_alloc((size_t)n_rel * rdps_model_relation_dim(m) * 4);
+	scratch = bench_alloc(ssz);
+	if (!head || !rel || !tail || !neg || !ent || !eg || !rrows || !rg || !scratch) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* Rows as the trainer sees them: deduplicated, positives first. */
+	for (uint32_t i = 0; i < B; i++) {
+		head[i] = i;
+		tail[i] = B + i;
+		rel[i] = (uint32_t)(bench_rand(&seed) % n_rel);
+	}
+	for (uint32_t i = 0; i < nchunks * N; i++)
+		neg[i] = 2 * B + i;
+	for (size_t i = 0; i < (size_t)n_ent * rdps_model_entity_dim(m); i++)
+		ent[i] = ((float)(bench_rand(&seed) % 2001) - 1000.0f) * rdps_model_emb_init(m) / 1000;
+	for (size_t i = 0; i < (size_t)n_rel * rdps_model_relation_dim(m); i++)
+		rrows[i] = ((float)(bench_rand(&seed) % 2001) - 1000.0f) * rdps_model_emb_init(m) / 1000;
+	deadline = rdps_now_ns() + (uint64_t)(o->kernel_seconds * 1e9);
+	while (rdps_now_ns() < deadline || steps < 2) {
+		struct rdps_step_result res;
+		uint64_t t0;
+
+		b = (struct rdps_batch){ .size = B, .chunk = chunk, .neg = N,
+					 .neg_head = (int)(steps & 1), .head = head, .rel = rel,
+					 .tail = tail, .neg_ent = neg, .n_ent_rows = n_ent,
+					 .n_rel_rows = n_rel };
+		/* Gradients are zeroed outside the timed call, as the trainer
+		 * does before each step. */
+		memset(eg, 0, (size_t)n_ent * rdps_model_entity_dim(m) * 4);
+		memset(rg, 0, (size_t)n_rel * rdps_model_relation_dim(m) * 4);
+		t0 = rdps_now_ns();
+		ret = rdps_model_step(m, &b, ent, rrows, eg, rg, scratch, ssz, &res);
+		busy += rdps_now_ns() - t0;
+		if (ret) {
+			snprintf(err, errlen, "rdps_model_step (%s): %s", name, rdps_strerror(ret));
+			goto out;
+		}
+		steps++;
+	}
+	*rate = steps * (double)B / (busy / 1e9);
+out:
+	free(head);
+	free(rel);
+	free(tail);
+	free(neg);
+	free(ent);
+	free(eg);
+	free(rrows);
+	free(rg);
+	free(scratch);
+	rdps_model_destroy(m);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Trainer processes                                                       */
+
+struct train_run {
+	double pos_per_s;   /* from "training done" */
+	double train_s;
+	double pull_ms, comp_ms, push_ms; /* sums of the interval means */
+	int nlog;
+	double last_loss;   /* of the last progress line */
+	bool have_test;
+	double mrr, mr, h1, h3, h10;
+};
+
+/* Parses one line of rdps train's output. If label is set, progress lines
+ * are also emitted as train_log JSON with the time since t0 (wall, from the
+ * process start) and the training time (train_s: positives so far over the
+ * cumulative rate the line prints; pos_per_step = batch * threads). */
+static void parse_line(const char *line, struct train_run *r, const char *label,
+		       uint64_t t0, double pos_per_step)
+{
+	unsigned tr, threads;
+	unsigned long long step, max, steps;
+	double loss, rate, pull, comp, push, secs, v;
+
+	if (sscanf(line, "[trainer %u] step %llu/%llu loss %lf %lf pos/s pull %lf ms compute %lf ms push %lf ms",
+		   &tr, &step, &max, &loss, &rate, &pull, &comp, &push) == 8) {
+		r->pull_ms += pull;
+		r->comp_ms += comp;
+		r->push_ms += push;
+		r->nlog++;
+		r->last_loss = loss;
+		if (label) {
+			struct bench_json j;
+
+			bench_json_begin(&j, "train_log");
+			bench_json_str(&j, "run", label);
+			bench_json_num(&j, "t_s", (rdps_now_ns() - t0) / 1e9);
+			bench_json_num(&j, "train_s", rate > 0 ? step * pos_per_step / rate : NAN);
+			bench_json_int(&j, "step", step);
+			bench_json_num(&j, "loss", loss);
+			bench_json_num(&j, "pos_per_s", rate);
+			bench_json_num(&j, "pull_ms", pull);
+			bench_json_num(&j, "compute_ms", comp);
+			bench_json_num(&j, "push_ms", push);
+			bench_json_end(&j);
+		}
+	} else if (sscanf(line, "[trainer %u] training done: %llu steps x %u threads in %lf s, %lf pos triples/s",
+			  &tr, &steps, &threads, &secs, &rate) == 5) {
+		r->train_s = secs;
+		r->pos_per_s = rate;
+	} else if (sscanf(line, "Test average MRR : %lf", &v) == 1) {
+		r->mrr = v;
+		r->have_test = true;
+	} else if (sscanf(line, "Test average MR : %lf", &v) == 1) {
+		r->mr = v;
+	} else if (sscanf(line, "Test average HITS@1 : %lf", &v) == 1) {
+		r->h1 = v;
+	} else if (sscanf(line, "Test average HITS@3 : %lf", &v) == 1) {
+		r->h3 = v;
+	} else if (sscanf(line, "Test average HITS@10 : %lf", &v) == 1) {
+		r->h10 = v;
+	}
+}
+
+static int parse_file(const char *path, struct train_run *r)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		parse_line(line, r, NULL, 0, 0);
+	fclose(f);
+	return 0;
+}
+
+/* Common model/training flags of rdps train, appended to argv at *n. */
+struct argbuf {
+	char s[24][32];
+	int used;
+};
+
+static const char *num_arg(struct argbuf *ab, const char *fmt, double v)
+{
+	char *p = ab->s[ab->used++];
+
+	snprintf(p, 32, fmt, v);
+	return p;
+}
+
+static void add_train_args(const struct train_opts *o, uint64_t max_step, char **argv, int *n,
+			   struct argbuf *ab)
+{
+	argv[(*n)++] = "--model_name";
+	argv[(*n)++] = (char *)o->model;
+	argv[(*n)++] = "--hidden_dim";
+	argv[(*n)++] = (char *)num_arg(ab, "%.0f", (double)o->hidden_dim);
+	argv[(*n)++] = "--gamma";
+	argv[(*n)++] = (char *)num_arg(ab, "%g", o->gamma);
+	argv[(*n)++] = "--batch_size";
+	argv[(*n)++] = (char *)num_arg(ab, "%.0f", (double)o->batch);
+	argv[(*n)++] = "--neg_sample_size";
+	argv[(*n)++] = (char *)num_arg(ab, "%.0f", (double)o->neg);
+	argv[(*n)++] = "--max_step";
+	argv[(*n)++] = (char *)num_arg(ab, "%.0f", (double)max_step);
+	argv[(*n)++] = "--log_interval";
+	argv[(*n)++] = (char *)num_arg(ab, "%.0f", (double)o->log_interval);
+	if (o->adv)
+		argv[(*n)++] = "-adv";
+}
+
+/* One standalone run; label != NULL emits its progress lines. */
+static int run_standalone(const struct train_opts *o, const char *data, uint64_t max_step,
+			  bool test, const char *label, struct train_run *r)
+{
+	char *argv[64];
+	struct argbuf ab = { .used = 0 };
+	struct bench_child c;
+	char line[1024];
+	uint64_t t0;
+	int n = 0, ret;
+
+	memset(r, 0, sizeof(*r));
+	argv[n++] = "rdps";
+	argv[n++] = "train";
+	argv[n++] = "--data";
+	argv[n++] = (char *)data;
+	argv[n++] = "--standalone";
+	argv[n++] = "--num_thread";
+	argv[n++] = (char *)num_arg(&ab, "%.0f", (double)o->threads);
+	argv[n++] = "--lr";
+	argv[n++] = (char *)num_arg(&ab, "%g", o->lr);
+	add_train_args(o, max_step, argv, &n, &ab);
+	if (test)
+		argv[n++] = "--test";
+	argv[n] = NULL;
+	t0 = rdps_now_ns();
+	ret = bench_child_start(argv, NULL, false, true, &c);
+	if (ret)
+		return ret;
+	while (fgets(line, sizeof(line), c.out))
+		parse_line(line, r, label, t0, (double)(o->batch * o->threads));
+	ret = bench_child_wait(&c);
+	if (ret) {
+		fprintf(stderr, "rdps bench train: rdps train --standalone exited %d "
+			"(run it by hand to see why)\n", ret);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int run_distributed(const struct train_opts *o, const char *data, struct train_run *r0,
+			   struct train_run *r1)
+{
+	struct rdps_partition_opts po;
+	struct rdps_partition_result pres;
+	struct bench_child srv[2] = { { -1, NULL }, { -1, NULL } }, tr[2] = { { -1, NULL }, { -1, NULL } };
+	char pdir[4096], ipc[4096], log[4096], err[1024], line[1024];
+	struct argbuf ab[4];
+	uint16_t port = bench_pick_port(o->port, 2);
+	FILE *f;
+	uint64_t t0;
+	int ret = 0;
+
+	memset(r0, 0, sizeof(*r0));
+	memset(r1, 0, sizeof(*r1));
+	snprintf(pdir, sizeof(pdir), "%s/part2", o->workdir);
+	po = (struct rdps_partition_opts){ .data_dir = data, .out_dir = pdir, .k = 2,
+					   .method = RDPS_PARTITION_METIS, .force = 1 };
+	ret = rdps_partition_build(&po, &pres, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps bench train: partition: %s\n", err);
+		return ret;
+	}
+	snprintf(ipc, sizeof(ipc), "%s/ip_config.txt", o->workdir);
+	f = fopen(ipc, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "127.0.0.1 %u 2\n", port);
+	fclose(f);
+	for (int s = 0; s < 2; s++) {
+		char *argv[48];
+		int n = 0;
+
+		ab[s].used = 0;
+		argv[n++] = "rdps";
+		argv[n++] = "server";
+		argv[n++] = "--ip_config";
+		argv[n++] = ipc;
+		argv[n++] = "--server_id";
+		argv[n++] = (char *)num_arg(&ab[s], "%.0f", s);
+		argv[n++] = "--partition";
+		argv[n++] = pdir;
+		argv[n++] = "--transport";
+		argv[n++] = "tcp";
+		argv[n++] = "--model_name";
+		argv[n++] = (char *)o->model;
+		argv[n++] = "--hidden_dim";
+		argv[n++] = (char *)num_arg(&ab[s], "%.0f", (double)o->hidden_dim);
+		argv[n++] = "--gamma";
+		argv[n++] = (char *)num_arg(&ab[s], "%g", o->gamma);
+		argv[n++] = "--lr";
+		argv[n++] = (char *)num_arg(&ab[s], "%g", o->lr);
+		argv[n++] = "--quiet";
+		argv[n] = NULL;
+		snprintf(log, sizeof(log), "%s/server-%d.log", o->workdir, s);
+		ret = bench_child_start(argv, log, true, false, &srv[s]);
+		if (ret)
+			goto out;
+	}
+	t0 = rdps_now_ns();
+	for (int t = 0; t < 2; t++) {
+		char *argv[64];
+		int n = 0;
+
+		ab[2 + t].used = 0;
+		argv[n++] = "rdps";
+		argv[n++] = "train";
+		argv[n++] = "--data";
+		argv[n++] = (char *)data;
+		argv[n++] = "--partition";
+		argv[n++] = pdir;
+		argv[n++] = "--ip_config";
+		argv[n++] = ipc;
+		argv[n++] = "--transport";
+		argv[n++] = "tcp";
+		argv[n++] = "--num_trainers";
+		argv[n++] = "2";
+		argv[n++] = "--rank";
+		argv[n++] = t ? "1" : "0";
+		add_train_args(o, o->max_step, argv, &n, &ab[2 + t]);
+		argv[n] = NULL;
+		snprintf(log, sizeof(log), "%s/trainer-1.log", o->workdir);
+		ret = bench_child_start(argv, t ? log : NULL, false, true, &tr[t]);
+		if (ret)
+			goto out;
+	}
+	while (fgets(line, sizeof(line), tr[0].out))
+		parse_line(line, r0, "distributed", t0, (double)o->batch);
+	for (int t = 0; t < 2; t++) {
+		int st = bench_child_wait(&tr[t]);
+
+		if (st && !ret) {
+			fprintf(stderr, "rdps bench train: trainer %d exited %d\n", t, st);
+			ret = -EIO;
+		}
+	}
+	if (!ret)
+		ret = parse_file(log, r1);
+out:
+	/* Trainer 0 shuts the servers down at the end; on failure, we do. */
+	for (int t = 0; t < 2; t++)
+		if (tr[t].pid > 0)
+			bench_child_kill(&tr[t]);
+	for (int s = 0; s < 2; s++) {
+		if (srv[s].pid <= 0)
+			continue;
+		if (ret)
+			bench_child_kill(&srv[s]);
+		else
+			bench_child_wait(&srv[s]);
+	}
+	return ret;
+}
+
+static void emit_train(const char *mode, const struct train_opts *o, uint32_t trainers,
+		       double pos_per_s, double per_trainer, const struct train_run *r)
+{
+	double tot = r->pull_ms + r->comp_ms + r->push_ms;
+	struct bench_json j;
+
+	bench_json_begin(&j, "train");
+	bench_json_str(&j, "mode", mode);
+	bench_json_str(&j, "model", o->model);
+	bench_json_int(&j, "hidden_dim", o->hidden_dim);
+	bench_json_int(&j, "batch", o->batch);
+	bench_json_int(&j, "neg", o->neg);
+	bench_json_int(&j, "trainers", trainers);
+	bench_json_num(&j, "train_s", r->train_s);
+	bench_json_num(&j, "pos_per_s", pos_per_s);
+	bench_json_num(&j, "pos_per_s_per_trainer", per_trainer);
+	bench_json_num(&j, "pull_share", tot > 0 ? r->pull_ms / tot : NAN);
+	bench_json_num(&j, "compute_share", tot > 0 ? r->comp_ms / tot : NAN);
+	bench_json_num(&j, "push_share", tot > 0 ? r->push_ms / tot : NAN);
+	bench_json_num(&j, "step_ms", r->nlog ? tot / r->nlog : NAN);
+	bench_json_end(&j);
+	bench_table_row("%-12s %8u %12.0f %14.0f %8.1f %8.1f %8.1f %9.2f", mode, trainers,
+			pos_per_s, per_trainer, tot > 0 ? 100 * r->pull_ms / tot : NAN,
+			tot > 0 ? 100 * r->comp_ms / tot : NAN, tot > 0 ? 100 * r->push_ms / tot : NAN,
+			r->nlog ? tot / r->nlog : NAN);
+}
+
+int rdps_bench_train(int argc, char **argv)
+{
+	enum { O_DATA = 256, O_WORKDIR, O_PHASES, O_MODEL, O_DIM, O_GAMMA, O_LR, O_ADV, O_BATCH,
+	       O_NEG, O_STEPS, O_LOGI, O_THREADS, O_CURVE, O_KMODELS, O_KDIM, O_KNEG, O_KBATCH,
+	       O_KSECS, O_PORT, O_SENT, O_STRI };
+	static const struct option lopts[] = {
+		{ "data", required_argument, NULL, O_DATA },
+		{ "workdir", required_argument, NULL, O_WORKDIR },
+		{ "phases", required_argument, NULL, O_PHASES },
+		{ "model_name", required_argument, NULL, O_MODEL },
+		{ "hidden_dim", required_argument, NULL, O_DIM },
+		{ "gamma", required_argument, NULL, O_GAMMA },
+		{ "lr", required_argument, NULL, O_LR },
+		{ "adv", no_argument, NULL, O_ADV },
+		{ "batch_size", required_argument, NULL, O_BATCH },
+		{ "neg_sample_size", required_argument, NULL, O_NEG },
+		{ "max_step", required_argument, NULL, O_STEPS },
+		{ "log_interval", required_argument, NULL, O_LOGI },
+		{ "num_thread", required_argument, NULL, O_THREADS },
+		{ "curve-steps", required_argument, NULL, O_CURVE },
+		{ "kernel-models", required_argument, NULL, O_KMODELS },
+		{ "kernel-dim", required_argument, NULL, O_KDIM },
+		{ "kernel-neg", required_argument, NULL, O_KNEG },
+		{ "kernel-batch", required_argument, NULL, O_KBATCH },
+		{ "kernel-seconds", required_argument, NULL, O_KSECS },
+		{ "port", required_argument, NULL, O_PORT },
+		{ "synth-entities", required_argument, NULL, O_SENT },
+		{ "synth-triples", required_argument, NULL, O_STRI },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct train_opts o = {
+		.workdir = "/tmp/rdps-bench-train", .model = "TransE_l2", .hidden_dim = 400,
+		.batch = 1024, .neg = 256, .max_step = 1000, .log_interval = 100, .threads = 2,
+		.gamma = 12, .lr = 0.1, .ph_kernel = true, .ph_standalone = true,
+		.ph_distributed = true, .curve_steps = { 500, 1000, 2000 }, .ncurve = 3,
+		.kernel_models = "TransE_l1,TransE_l2,DistMult,ComplEx,RotatE,RESCAL",
+		.kernel_dim = 400, .kernel_neg = 200, .kernel_batch = 1024, .kernel_seconds = 2,
+		.synth_entities = 20000, .synth_triples = 400000,
+	};
+	char data[4096], err[1024];
+	uint64_t v;
+	int opt, li = 0, ret;
+
+	optind = 1;
+	while ((opt = getopt_long_only(argc, argv, "", lopts, &li)) != -1) {
+		switch (opt) {
+		case O_DATA: o.data = optarg; break;
+		case O_WORKDIR: o.workdir = optarg; break;
+		case O_PHASES: {
+			char tmp[128], *save = NULL, *tok;
+
+			snprintf(tmp, sizeof(tmp), "%s", optarg);
+			o.ph_kernel = o.ph_standalone = o.ph_distributed = o.ph_curve = false;
+			for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (!strcmp(tok, "kernel"))
+					o.ph_kernel = true;
+				else if (!strcmp(tok, "standalone"))
+					o.ph_standalone = true;
+				else if (!strcmp(tok, "distributed"))
+					o.ph_distributed = true;
+				else if (!strcmp(tok, "curve"))
+					o.ph_curve = true;
+				else
+					goto bad;
+			}
+			break;
+		}
+		case O_MODEL: o.model = optarg; break;
+		case O_DIM: if (bench_parse_u64(optarg, 1, 65536, &o.hidden_dim)) goto bad; break;
+		case O_GAMMA: if (bench_parse_double(optarg, -1e9, 1e9, &o.gamma)) goto bad; break;
+		case O_LR: if (bench_parse_double(optarg, 0, 1e9, &o.lr)) goto bad; break;
+		case O_ADV: o.adv = true; break;
+		case O_BATCH: if (bench_parse_u64(optarg, 1, 1 << 20, &o.batch)) goto bad; break;
+		case O_NEG: if (bench_parse_u64(optarg, 1, 1 << 20, &o.neg)) goto bad; break;
+		case O_STEPS: if (bench_parse_u64(optarg, 1, 1ull << 40, &o.max_step)) goto bad; break;
+		case O_LOGI: if (bench_parse_u64(optarg, 1, 1ull << 40, &o.log_interval)) goto bad; break;
+		case O_THREADS: if (bench_parse_u64(optarg, 1, 256, &o.threads)) goto bad; break;
+		case O_CURVE:
+			if ((o.ncurve = bench_parse_list(optarg, o.curve_steps, MAX_LIST)) < 0)
+				goto bad;
+			break;
+		case O_KMODELS: o.kernel_models = optarg; break;
+		case O_KDIM: if (bench_parse_u64(optarg, 2, 4096, &o.kernel_dim)) goto bad; break;
+		case O_KNEG: if (bench_parse_u64(optarg, 1, 1 << 16, &o.kernel_neg)) goto bad; break;
+		case O_KBATCH: if (bench_parse_u64(optarg, 1, 1 << 16, &o.kernel_batch)) goto bad; break;
+		case O_KSECS: if (bench_parse_double(optarg, 0.001, 3600, &o.kernel_seconds)) goto bad; break;
+		case O_PORT:
+			if (bench_parse_u64(optarg, 1, 65000, &v))
+				goto bad;
+			o.port = (uint16_t)v;
+			break;
+		case O_SENT: if (bench_parse_u64(optarg, 2, UINT32_MAX, &o.synth_entities)) goto bad; break;
+		case O_STRI: if (bench_parse_u64(optarg, 2, 1ull << 36, &o.synth_triples)) goto bad; break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rdps bench train: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+
+	if (o.ph_kernel) {
+		char tmp[256], *save = NULL, *tok;
+
+		bench_table_title("model kernel, one thread: rdps_model_step, hidden_dim %llu, neg %llu, batch %llu (goal %.0f pos/s per core)",
+				  (unsigned long long)o.kernel_dim, (unsigned long long)o.kernel_neg,
+				  (unsigned long long)o.kernel_batch, KERNEL_GOAL);
+		bench_table_row("%-10s %12s %8s", "model", "pos/s", "x goal");
+		snprintf(tmp, sizeof(tmp), "%s", o.kernel_models);
+		for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			double rate = 0;
+			struct bench_json j;
+
+			ret = kernel_rate(&o, tok, &rate, err, sizeof(err));
+			if (ret) {
+				fprintf(stderr, "rdps bench train: %s\n", err);
+				return 1;
+			}
+			bench_json_begin(&j, "kernel");
+			bench_json_str(&j, "model", tok);
+			bench_json_int(&j, "hidden_dim", o.kernel_dim);
+			bench_json_int(&j, "neg", o.kernel_neg);
+			bench_json_int(&j, "batch", o.kernel_batch);
+			bench_json_int(&j, "threads", 1);
+			bench_json_num(&j, "pos_per_s", rate);
+			bench_json_num(&j, "goal_pos_per_s", KERNEL_GOAL);
+			bench_json_num(&j, "ratio", rate / KERNEL_GOAL);
+			bench_json_bool(&j, "goal_met", rate >= KERNEL_GOAL);
+			bench_json_end(&j);
+			bench_table_row("%-10s %12.0f %8.2f", tok, rate, rate / KERNEL_GOAL);
+		}
+	}
+	if (!o.ph_standalone && !o.ph_distributed && !o.ph_curve)
+		return 0;
+
+	if (mkdir(o.workdir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "rdps bench train: cannot create %s: %s\n", o.workdir, strerror(errno));
+		return 1;
+	}
+	if (o.data) {
+		snprintf(data, sizeof(data), "%s", o.data);
+	} else {
+		struct rdps_synth_opts so;
+		struct rdps_dataset_stats st;
+
+		snprintf(data, sizeof(data), "%s/synth", o.workdir);
+		rdps_dataset_synth_defaults(&so);
+		so.num_entities = o.synth_entities;
+		so.num_triples = o.synth_triples;
+		so.num_relations = 16;
+		so.num_communities = 16;
+		so.num_valid = so.num_test = 1000;
+		so.seed = 1;
+		so.force = 1;
+		ret = rdps_dataset_synth(data, &so, &st, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rdps bench train: synth: %s\n", err);
+			return 1;
+		}
+	}
+
+	if (o.ph_standalone || o.ph_distributed) {
+		bench_table_title("training, %s dim %llu batch %llu neg %llu, %llu steps (shares of pull/compute/push in %%)",
+				  o.model, (unsigned long long)o.hidden_dim, (unsigned long long)o.batch,
+				  (unsigned long long)o.neg, (unsigned long long)o.max_step);
+		bench_table_row("%-12s %8s %12s %14s %8s %8s %8s %9s", "mode", "trainers", "pos/s",
+				"pos/s/trainer", "pull%", "compute%", "push%", "step ms");
+	}
+	if (o.ph_standalone) {
+		struct train_run r;
+
+		ret = run_standalone(&o, data, o.max_step, false, "standalone", &r);
+		if (ret)
+			return 1;
+		emit_train("standalone", &o, 1, r.pos_per_s, r.pos_per_s, &r);
+	}
+	if (o.ph_distributed) {
+		struct train_run r0, r1;
+
+		ret = run_distributed(&o, data, &r0, &r1);
+		if (ret)
+			return 1;
+		emit_train("distributed", &o, 2, r0.pos_per_s + r1.pos_per_s,
+			   (r0.pos_per_s + r1.pos_per_s) / 2, &r0);
+	}
+	if (o.ph_curve) {
+		bench_table_title("training curve: standalone runs of increasing length, test MRR at the end of each");
+		bench_table_row("%8s %9s %10s %8s %8s %8s", "steps", "train s", "last loss", "MRR",
+				"MR", "Hits@10");
+		for (int i = 0; i < o.ncurve; i++) {
+			struct train_run r;
+			struct bench_json j;
+			char label[32];
+
+			snprintf(label, sizeof(label), "curve-%llu", (unsigned long long)o.curve_steps[i]);
+			ret = run_standalone(&o, data, o.curve_steps[i], true, label, &r);
+			if (ret)
+				return 1;
+			bench_json_begin(&j, "train_eval");
+			bench_json_str(&j, "model", o.model);
+			bench_json_int(&j, "hidden_dim", o.hidden_dim);
+			bench_json_int(&j, "steps", o.curve_steps[i]);
+			bench_json_num(&j, "train_s", r.train_s);
+			bench_json_num(&j, "pos_per_s", r.pos_per_s);
+			bench_json_num(&j, "last_loss", r.last_loss);
+			bench_json_num(&j, "mrr", r.have_test ? r.mrr : NAN);
+			bench_json_num(&j, "mr", r.have_test ? r.mr : NAN);
+			bench_json_num(&j, "hits1", r.have_test ? r.h1 : NAN);
+			bench_json_num(&j, "hits3", r.have_test ? r.h3 : NAN);
+			bench_json_num(&j, "hits10", r.have_test ? r.h10 : NAN);
+			bench_json_end(&j);
+			bench_table_row("%8llu %9.1f %10.4f %8.4f %8.1f %8.4f",
+					(unsigned long long)o.curve_steps[i], r.train_s, r.last_loss,
+					r.mrr, r.mr, r.h10);
+		}
+	}
+	return 0;
+bad:
+	fprintf(stderr, "rdps bench train: bad value '%s' for --%s (see --help)\n",
+		optarg ? optarg : "", lopts[li].name);
+	return 2;
+}

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: MIT
+/* rdps bench: the limits each figure is compared with, measured in the same
+ * run: a raw TCP ping-pong of the same request/reply sizes on the same path,
+ * and perftest (ib_read_lat, ib_read_bw) on the same RDMA device. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf/bench.h"
+
+/* ---------------------------------------------------------------------- */
+/* Raw TCP ping-pong                                                       */
+
+#define PP_MAX_CONNS 64
+#define PP_BUF_BYTES (80u << 20) /* largest request or reply served */
+
+struct pp_conn {
+	struct bench_pingpong *pp;
+	int fd;
+	pthread_t thread;
+	bool started;
+};
+
+struct bench_pingpong {
+	int lfd;                     /* listening socket */
+	struct sockaddr_storage addr; /* where it listens */
+	socklen_t addrlen;
+	pthread_t acceptor;
+	bool acceptor_started;
+	pthread_mutex_t lock;        /* conns, nconns, stopping */
+	struct pp_conn conns[PP_MAX_CONNS];
+	int nconns;
+	bool stopping;
+};
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int recv_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void *pp_serve(void *arg)
+{
+	struct pp_conn *c = arg;
+	char *buf = bench_alloc(PP_BUF_BYTES);
+	uint32_t hdr[2];
+
+	if (!buf)
+		return NULL;
+	for (;;) {
+		if (recv_all(c->fd, hdr, sizeof(hdr)))
+			break;
+		if (hdr[0] < sizeof(hdr) || hdr[0] > PP_BUF_BYTES || hdr[1] > PP_BUF_BYTES)
+			break;
+		if (recv_all(c->fd, buf, hdr[0] - sizeof(hdr)) || send_all(c->fd, buf, hdr[1]))
+			break;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void *pp_accept(void *arg)
+{
+	struct bench_pingpong *pp = arg;
+
+	for (;;) {
+		int fd = accept(pp->lfd, NULL, NULL);
+		struct pp_conn *c;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return NULL; /* listener shut down */
+		}
+		set_nodelay(fd);
+		pthread_mutex_lock(&pp->lock);
+		if (pp->stopping || pp->nconns == PP_MAX_CONNS) {
+			pthread_mutex_unlock(&pp->lock);
+			close(fd);
+			continue;
+		}
+		c = &pp->conns[pp->nconns];
+		c->pp = pp;
+		c->fd = fd;
+		c->started = !pthread_create(&c->thread, NULL, pp_serve, c);
+		if (c->started)
+			pp->nconns++;
+		else
+			close(fd);
+		pthread_mutex_unlock(&pp->lock);
+	}
+}
+
+int bench_pingpong_start(const char *host, struct bench_pingpong **out, char *err,
+			 size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	struct bench_pingpong *pp;
+	int ret, one = 1;
+
+	*out = NULL;
+	pp = calloc(1, sizeof(*pp));
+	if (!pp)
+		return -ENOMEM;
+	pp->lfd = -1;
+	pthread_mutex_init(&pp->lock, NULL);
+	ret = getaddrinfo(host, "0", &hints, &ai);
+	if (ret) {
+		snprintf(err, errlen, "ping-pong: cannot resolve %s: %s", host, gai_strerror(ret));
+		ret = -EINVAL;
+		goto err_free;
+	}
+	pp->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (pp->lfd < 0) {
+		ret = -errno;
+		goto err_freeaddr;
+	}
+	setsockopt(pp->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(pp->lfd, ai->ai_addr, ai->ai_addrlen) || listen(pp->lfd, 64)) {
+		ret = -errno;
+		snprintf(err, errlen, "ping-pong: cannot listen on %s: %s", host, strerror(errno));
+		goto err_close;
+	}
+	pp->addrlen = sizeof(pp->addr);
+	if (getsockname(pp->lfd, (struct sockaddr *)&pp->addr, &pp->addrlen)) {
+		ret = -errno;
+		goto err_close;
+	}
+	ret = -pthread_create(&pp->acceptor, NULL, pp_accept, pp);
+	if (ret)
+		goto err_close;
+	pp->acceptor_started = true;
+	freeaddrinfo(ai);
+	*out = pp;
+	return 0;
+
+err_close:
+	close(pp->lfd);
+err_freeaddr:
+	freeaddrinfo(ai);
+err_free:
+	pthread_mutex_destroy(&pp->lock);
+	free(pp);
+	if (!err[0])
+		snprintf(err, errlen, "ping-pong: %s", rdps_strerror(ret));
+	return ret;
+}
+
+void bench_pingpong_stop(struct bench_pingpong *pp)
+{
+	if (!pp)
+		return;
+	pthread_mutex_lock(&pp->lock);
+	pp->stopping = true;
+	pthread_mutex_unlock(&pp->lock);
+	/* shutdown() wakes the blocked accept() and recv()s. */
+	shutdown(pp->lfd, SHUT_RDWR);
+	if (pp->acceptor_started)
+		pthread_join(pp->acceptor, NULL);
+	for (int i = 0; i < pp->nconns; i++)
+		shutdown(pp->conns[i].fd, SHUT_RDWR);
+	for (int i = 0; i < pp->nconns; i++) {
+		pthread_join(pp->conns[i].thread, NULL);
+		close(pp->conns[i].fd);
+	}
+	close(pp->lfd);
+	pthread_mutex_destroy(&pp->lock);
+	free(pp);
+}
+
+int bench_pingpong_connect(struct bench_pingpong *pp)
+{
+	int fd = socket(pp->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&pp->addr, pp->addrlen)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	set_nodelay(fd);
+	return fd;
+}
+
+int bench_pingpong_once(int fd, void *buf, uint32_t req_bytes, uint32_t reply_bytes)
+{
+	uint32_t *hdr = buf;
+	int ret;
+
+	hdr[0] = req_bytes;
+	hdr[1] = reply_bytes;
+	ret = send_all(fd, buf, req_bytes);
+	if (!ret)
+		ret = recv_all(fd, buf, reply_bytes);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* perftest                                                                */
+
+/* Columns of the result row following the header line that contains key. */
+static int parse_result_row(FILE *f, const char *key, double *cols, int maxcols, char *tail,
+			    size_t taillen)
+{
+	char line[1024];
+	bool header = false;
+	int found = 0;
+
+	tail[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		size_t tl = strlen(tail), ll = strlen(line);
+
+		/* Keep the last lines for the error message. */
+		if (tl + ll >= taillen) {
+			size_t drop = tl + ll - taillen + 1;
+
+			if (drop > tl)
+				drop = tl;
+			memmove(tail, tail + drop, tl - drop + 1);
+		}
+		strncat(tail, line, taillen - strlen(tail) - 1);
+		if (strstr(line, key)) {
+			header = true;
+			continue;
+		}
+		if (header && !found) {
+			char *p = line, *end;
+			int n = 0;
+
+			while (n < maxcols) {
+				double v = strtod(p, &end);
+
+				if (end == p)
+					break;
+				cols[n++] = v;
+				p = end;
+			}
+			if (n >= 3)
+				found = n;
+		}
+	}
+	return found;
+}
+
+int bench_perftest(const char *tool, const struct bench_perftest_opts *o, uint32_t bytes,
+		   struct bench_perftest *out, char *err, size_t errlen)
+{
+	char size[16], iters[16], secs[16], port[8], gid[8], tmo[16], ctail[2048];
+	char *argv[24];
+	struct bench_child srv, cli;
+	bool lat = strstr(tool, "lat") != NULL;
+	double cols[12];
+	int n = 0, ret = -EIO, found = 0;
+	uint64_t deadline;
+
+	snprintf(size, sizeof(size), "%u", bytes);
+	snprintf(iters, sizeof(iters), "%u", o->iters);
+	snprintf(secs, sizeof(secs), "%u", o->seconds ? o->seconds : 1);
+	snprintf(port, sizeof(port), "%u", o->port);
+	snprintf(gid, sizeof(gid), "%d", o->gid_index);
+	snprintf(tmo, sizeof(tmo), "%d", o->timeout_s);
+	argv[n++] = "timeout";
+	argv[n++] = "-k";
+	argv[n++] = "5";
+	argv[n++] = tmo;
+	argv[n++] = (char *)tool;
+	argv[n++] = "-d";
+	argv[n++] = (char *)o->dev;
+	if (o->gid_index >= 0) {
+		argv[n++] = "-x";
+		argv[n++] = gid;
+	}
+	argv[n++] = "-F"; /* no CPU-frequency check (meaningless in a VM) */
+	argv[n++] = "-s";
+	argv[n++] = size;
+	if (lat) {
+		argv[n++] = "-n";
+		argv[n++] = iters;
+	} else {
+		argv[n++] = "-D";
+		argv[n++] = secs;
+	}
+	argv[n++] = "-p";
+	argv[n++] = port;
+	argv[n] = NULL;
+	ret = bench_child_start(argv, NULL, true, false, &srv);
+	if (ret) {
+		snprintf(err, errlen, "cannot start %s: %s", tool, rdps_strerror(ret));
+		return ret;
+	}
+	/* The server listens within a moment; a client that comes too early
+	 * fails at once ("Couldn't connect"), so retry until a deadline. */
+	argv[n++] = (char *)o->host;
+	argv[n] = NULL;
+	deadline = rdps_now_ns() + 30ull * 1000000000ull;
+	do {
+		struct timespec ts = { 0, 200 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		ret = bench_child_start(argv, NULL, true, false, &cli);
+		if (ret)
+			break;
+		found = parse_result_row(cli.out, lat ? "t_typical" : "MsgRate", cols,
+					 (int)RDPS_ARRAY_SIZE(cols), ctail, sizeof(ctail));
+		ret = bench_child_wait(&cli);
+	} while (!found && ret && rdps_now_ns() < deadline && strstr(ctail, "onnect"));
+	/* The server exits after its one run. */
+	if (!found)
+		bench_child_kill(&srv);
+	else
+		bench_child_wait(&srv);
+	if (!found || (lat && found < 9) || (!lat && found < 5)) {
+		snprintf(err, errlen, "%s -s %u gave no result row (exit %d); its output ends:\n%s",
+			 tool, bytes, ret, ctail);
+		return -EIO;
+	}
+	if (lat) {
+		/* #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9% */
+		out->typical_us = cols[4];
+		out->avg_us = cols[5];
+		out->p99_us = cols[7];
+		out->p999_us = cols[8];
+	} else {
+		/* #bytes #iterations BW_peak BW_average MsgRate[Mpps] */
+		out->msg_rate = cols[4] * 1e6;
+		out->bw_bytes_s = out->msg_rate * bytes;
+	}
+	return 0;
+}
+
+int bench_rdma_device(const char *host, char *dev, size_t devlen, int *gid_index, char *err,
+		      size_t errlen)
+{
+	struct ibv_device **list;
+	struct in_addr a;
+	union ibv_gid want;
+	int num = 0, ret = -ENOENT;
+
+	list = ibv_get_device_list(&num);
+	if (!list || !num) {
+		if (list)
+			ibv_free_device_list(list);
+		snprintf(err, errlen, "no RDMA device on this host (ibv_get_device_list found none)");
+		return -ENODEV;
+	}
+	snprintf(dev, devlen, "%s", ibv_get_device_name(list[0]));
+	*gid_index = -1;
+	if (inet_pton(AF_INET, host, &a) != 1) {
+		ibv_free_device_list(list);
+		return 0; /* not IPv4: perftest's default GID */
+	}
+	/* RoCE v2 GID of an IPv4 address: ::ffff:a.b.c.d */
+	memset(&want, 0, sizeof(want));
+	want.raw[10] = want.raw[11] = 0xff;
+	memcpy(&want.raw[12], &a, 4);
+	for (int d = 0; d < num && ret; d++) {
+		struct ibv_context *ctx = ibv_open_device(list[d]);
+		struct ibv_port_attr pa;
+
+		if (!ctx)
+			continue;
+		if (!ibv_query_port(ctx, 1, &pa)) {
+			for (int i = 0; i < pa.gid_tbl_len; i++) {
+				struct ibv_gid_entry e;
+
+				if (ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0))
+					continue;
+				if (e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+				    !memcmp(e.gid.raw, want.raw, 16)) {
+					snprintf(dev, devlen, "%s", ibv_get_device_name(list[d]));
+					*gid_index = i;
+					ret = 0;
+					break;
+				}
+			}
+		}
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+	if (ret)
+		snprintf(err, errlen, "no RoCE v2 GID for %s on any RDMA device", host);
+	return ret;
+}

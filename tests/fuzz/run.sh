@@ -1,0 +1,73 @@
+#!/bin/bash
+# Runs the libFuzzer targets for a bounded time each, two at a time, and
+# replays the saved reproducers (tests/fuzz/crashes/<target>/*). Exits
+# non-zero if any target crashed, hit a sanitizer report or a FUZZ_CHECK, or
+# a reproducer still fails. Exits 77 (skip) if clang cannot build them.
+#
+#   tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET...]
+#
+# Targets: frames handshake ipconfig dataset partition (default: all). New
+# inputs found go to BUILD_DIR/corpus/<target> (the repo's corpus is read
+# only); crash artifacts and logs to BUILD_DIR/logs. Set FUZZ_JOBS=1 to run
+# one target at a time.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:?usage: run.sh BUILD_DIR SECONDS [TARGET...]}
+secs=${2:?usage: run.sh BUILD_DIR SECONDS [TARGET...]}
+shift 2
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(frames handshake ipconfig dataset partition)
+jobs=${FUZZ_JOBS:-2}
+
+if ! command -v "${CC_FUZZ:-clang}" >/dev/null 2>&1; then
+	echo "fuzz: ${CC_FUZZ:-clang} not found; skipping" >&2
+	exit 77
+fi
+if ! "$here/build.sh" "$build" >"$build.build.log" 2>&1; then
+	cat "$build.build.log" >&2
+	echo "fuzz: build failed" >&2
+	exit 1
+fi
+mkdir -p "$build/logs"
+
+run_one() {
+	local t=$1 bin=$build/fuzz_$1 log=$build/logs/$1.log rc=0 dict=()
+	mkdir -p "$build/corpus/$t"
+	[ -f "$here/dict/$t.dict" ] && dict=(-dict="$here/dict/$t.dict")
+	nice "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix="$build/logs/$t-" "${dict[@]}" \
+		"$build/corpus/$t" "$here/corpus/$t" >"$log" 2>&1 || rc=$?
+	# Replays of the saved reproducers: each must now pass.
+	for r in "$here/crashes/$t"/*; do
+		[ -f "$r" ] || continue
+		if ! "$bin" "$r" >>"$log" 2>&1; then
+			echo "fuzz: $t: reproducer $(basename "$r") still fails" >>"$log"
+			rc=1
+		fi
+	done
+	local execs cov
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+	if [ $rc -eq 0 ]; then
+		echo "fuzz: $t: ok, ${execs:-?} executions in ${secs}s, ${cov:-cov: ?}"
+	else
+		echo "fuzz: $t: FAILED (exit $rc), see $log"
+		grep -m1 -A30 'ERROR: \|FUZZ CHECK FAILED\|runtime error\|still fails' "$log" | head -40
+	fi
+	return $rc
+}
+
+fail=0
+pids=()
+for t in "${targets[@]}"; do
+	run_one "$t" &
+	pids+=($!)
+	if [ ${#pids[@]} -ge "$jobs" ]; then
+		wait "${pids[0]}" || fail=1
+		pids=("${pids[@]:1}")
+	fi
+done
+for p in "${pids[@]}"; do
+	wait "$p" || fail=1
+done
+exit $fail

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+// needs-rdps-tool
+// ctest-timeout: 300
+/*
+ * Smoke run of every `rdps bench` kind with tiny sizes: each exits 0 and
+ * prints well-formed JSON lines with the keys perf/run.sh and the report
+ * read. No timing assertions (issue 6: goals are reported, never asserted).
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "rdps_test.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = rdps_test_tmpdir("bench-smoke");
+	cr_assert(dir);
+}
+
+static void teardown(void)
+{
+	rdps_test_rmtree(dir);
+	free(dir);
+}
+
+/* Runs `rdps bench ARGS` (a shell word list), stdout to dir/out.jsonl and
+ * stderr to dir/err.txt; returns the exit status. */
+static int run_bench(const char *args)
+{
+	char cmd[2048], log[1024];
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	int status = 0;
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec '%s' bench %s >'%s/out.jsonl'", RDPS_BIN, args, dir);
+	snprintf(log, sizeof(log), "%s/err.txt", dir);
+	pid = rdps_test_spawn(argv, log);
+	cr_assert(pid > 0);
+	cr_assert_eq(rdps_test_wait(pid, 240000, &status), 0, "rdps bench %s timed out", args);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Every stdout line is a JSON object with "bench"; objects of kind `kind`
+ * carry every key of keys (NULL-terminated). Returns how many such
+ * objects were seen. */
+static int check_lines(const char *kind, const char *const *keys)
+{
+	char path[1024], line[8192];
+	int seen = 0, lineno = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/out.jsonl", dir);
+	f = fopen(path, "r");
+	cr_assert(f, "no output file");
+	while (fgets(line, sizeof(line), f)) {
+		json_error_t e;
+		json_t *o = json_loads(line, 0, &e);
+		const char *b;
+
+		lineno++;
+		cr_assert(o && json_is_object(o), "line %d is not a JSON object: %s (%s)", lineno,
+			  line, e.text);
+		b = json_string_value(json_object_get(o, "bench"));
+		cr_assert(b, "line %d has no \"bench\": %s", lineno, line);
+		if (!strcmp(b, kind)) {
+			for (const char *const *k = keys; *k; k++)
+				cr_assert(json_object_get(o, *k), "%s line %d lacks \"%s\": %s", kind,
+					  lineno, *k, line);
+			seen++;
+		}
+		json_decref(o);
+	}
+	fclose(f);
+	return seen;
+}
+
+static void show_err(void)
+{
+	char path[1024];
+	char *text;
+
+	snprintf(path, sizeof(path), "%s/err.txt", dir);
+	text = rdps_test_slurp(path);
+	if (text)
+		cr_log_info("stderr:\n%s", text);
+	free(text);
+}
+
+TestSuite(bench, .init = setup, .fini = teardown);
+
+Test(bench, pull_tcp)
+{
+	static const char *const lat[] = { "transport", "rows", "dim", "ids", "p50_us", "p99_us",
+					   "p999_us", "limit_p50_us", "ratio", NULL };
+	static const char *const tput[] = { "transport", "rows", "dim", "clients", "rows_per_s",
+					    "gb_per_s", "limit_rows_per_s", "ratio", NULL };
+	char args[512];
+	int rc;
+
+	snprintf(args, sizeof(args),
+		 "pull --port %d --table-rows 500 --dims 8 --batches 1,16 --seconds 0.05 "
+		 "--tput-seconds 0.05 --iters 200 --clients 2 --cdf '%s/cdf.txt'",
+		 rdps_test_free_ports(2), dir);
+	rc = run_bench(args);
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("pull", lat), 4);    /* 2 batches x random/clustered */
+	cr_expect_eq(check_lines("pull_tput", tput), 4); /* 2 batches x 1/2 clients */
+}
+
+Test(bench, pull_verbs_without_device_is_a_clear_error)
+{
+	char path[1024], args[256];
+	char *text;
+	int rc;
+
+	snprintf(args, sizeof(args), "pull --transport verbs --port %d --table-rows 100 --dims 8 "
+		 "--batches 1", rdps_test_free_ports(2));
+	rc = run_bench(args);
+	snprintf(path, sizeof(path), "%s/err.txt", dir);
+	text = rdps_test_slurp(path);
+	cr_assert(text);
+	if (rc == 0) {
+		/* This host has an RDMA device after all: then it must have measured. */
+		cr_expect_gt(check_lines("pull", (const char *const[]){ "p50_us", NULL }), 0);
+	} else {
+		cr_expect_eq(rc, 1);
+		cr_expect(strstr(text, "RDMA device"), "unclear error: %s", text);
+	}
+	free(text);
+}
+
+Test(bench, push)
+{
+	static const char *const keys[] = { "optimizer", "rows", "dim", "pushes_per_s", "gb_per_s",
+					    "server_rows_applied", "apply_rows_per_core_s", NULL };
+	char args[256];
+	int rc;
+
+	snprintf(args, sizeof(args), "push --port %d --table-rows 500 --dim 8 --batches 16 "
+		 "--seconds 0.05 --clients 2", rdps_test_free_ports(2));
+	rc = run_bench(args);
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("push", keys), 3); /* sgd, adagrad_row, adagrad */
+}
+
+Test(bench, zmq)
+{
+	static const char *const lat[] = { "rows", "dim", "zmq_p50_us", "rdps_p50_us", "ratio", NULL };
+	static const char *const tput[] = { "rows", "dim", "clients", "zmq_rows_per_s",
+					    "rdps_rows_per_s", "ratio", NULL };
+	char args[256];
+	int rc, port = rdps_test_free_ports(60);
+
+	snprintf(args, sizeof(args), "zmq --port %d --table-rows 500 --dims 8 --batches 1,16 "
+		 "--seconds 0.05 --tput-seconds 0.05 --iters 200 --clients 2", port);
+	rc = run_bench(args);
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("zmq", lat), 2);
+	cr_expect_eq(check_lines("zmq_tput", tput), 4);
+}
+
+Test(bench, load)
+{
+	static const char *const part[] = { "seconds", "peak_rss_mib", "csr_mib", "peak_over_csr",
+					    NULL };
+	static const char *const load[] = { "method", "cache", "bytes", "gb_per_s",
+					    "limit_gb_per_s", "ratio", NULL };
+	char args[512];
+	int rc;
+
+	snprintf(args, sizeof(args), "load --workdir '%s/load' --entities 500 --triples 1500 "
+		 "--relations 4 --communities 4 --reps 1", dir);
+	rc = run_bench(args);
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("partition", part), 1);
+	cr_expect_eq(check_lines("load", load), 9); /* 4 methods x cold/warm + memcpy */
+}
+
+Test(bench, train)
+{
+	static const char *const kernel[] = { "model", "hidden_dim", "pos_per_s", "ratio", NULL };
+	static const char *const train[] = { "mode", "pos_per_s", "pull_share", "compute_share",
+					     "push_share", NULL };
+	static const char *const eval[] = { "steps", "train_s", "mrr", "hits10", NULL };
+	static const char *const log[] = { "run", "t_s", "step", "loss", NULL };
+	char args[1024];
+	int rc;
+
+	snprintf(args, sizeof(args),
+		 "train --workdir '%s/train' --synth-entities 300 --synth-triples 3000 "
+		 "--phases kernel,standalone,distributed,curve --hidden_dim 8 --batch_size 32 "
+		 "--neg_sample_size 4 --max_step 20 --log_interval 10 --num_thread 1 "
+		 "--curve-steps 10,20 --kernel-dim 8 --kernel-neg 4 --kernel-batch 16 "
+		 "--kernel-seconds 0.02 --kernel-models TransE_l2,DistMult --port %d",
+		 dir, rdps_test_free_ports(2));
+	rc = run_bench(args);
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("kernel", kernel), 2);
+	cr_expect_eq(check_lines("train", train), 2); /* standalone, distributed */
+	cr_expect_eq(check_lines("train_eval", eval), 2);
+	cr_expect_gt(check_lines("train_log", log), 0);
+}
+
+Test(bench, help_of_every_kind)
+{
+	static const char *const kinds[] = { "pull", "push", "train", "load", "zmq" };
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char args[64];
+
+		snprintf(args, sizeof(args), "%s --help", kinds[i]);
+		cr_expect_eq(run_bench(args), 0, "rdps bench %s --help", kinds[i]);
+	}
+}
