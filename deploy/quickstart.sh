@@ -39,35 +39,13 @@ while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || (exec 3<>"/dev/tcp/127
 done
 printf '# quickstart: 2 servers on this machine\n127.0.0.1 %d 2\n' "$port" >"$work/ip_config.txt"
 
-model=(--model_name TransE_l2 --hidden_dim "$dim" --gamma 6.0)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
-
-say "starting 2 servers and 2 trainers (logs in $work)"
-for s in 0 1; do
-	"$rdps" server --ip_config "$work/ip_config.txt" --server_id $s --transport "$transport" \
-		--partition "$work/wn18-part2" "${model[@]}" --lr 0.1 >"$work/server$s.log" 2>&1 &
-	pids+=($!)
-done
-train=(--data "$work/wn18" --partition "$work/wn18-part2" --ip_config "$work/ip_config.txt"
-	--num_trainers 2 --transport "$transport" "${model[@]}" --batch_size 1024
-	--neg_sample_size 256 -adv --regularization_coef 1e-7 --max_step "$steps"
-	--log_interval 500 --test)
-"$rdps" train "${train[@]}" --rank 1 >"$work/trainer1.log" 2>&1 &
-t1=$!
-pids+=($t1)
-rc=0
-"$rdps" train "${train[@]}" --rank 0 --save_path "$work/embeddings" 2>&1 | tee "$work/trainer0.log" || rc=$?
-wait "$t1" || rc=$?
-if [ "$rc" != 0 ]; then
-	echo "quickstart: a trainer failed; see $work/trainer*.log and $work/server*.log" >&2
-	exit "$rc"
-fi
-# The trainers shut the servers down; their request counters end their logs.
-for s in 0 1; do wait "${pids[$s]}" || true; tail -n 1 "$work/server$s.log"; done
-pids=()
+# rdps launch starts the servers and trainers of every ip_config machine on
+# this one, stops them all if one fails or on Ctrl-C, and says what failed.
+say "training: 2 servers and 2 trainers via rdps launch (logs in $work/logs)"
+"$rdps" launch --backend local --ip_config "$work/ip_config.txt" --num_client_proc 2 \
+	--log_dir "$work/logs" -- \
+	--data "$work/wn18" --partition "$work/wn18-part2" --transport "$transport" \
+	--model_name TransE_l2 --hidden_dim "$dim" --gamma 6.0 --lr 0.1 \
+	--batch_size 1024 --neg_sample_size 256 -adv --regularization_coef 1e-7 \
+	--max_step "$steps" --log_interval 500 --test --save_path "$work/embeddings"
 say "embeddings in $work/embeddings (numpy: np.load('.../wn18_TransE_l2_entity.npy'))"
