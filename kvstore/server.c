@@ -17,6 +17,7 @@ struct rdps_server {
 	struct rdps_shard *shards[RDPS_MAX_TABLES];
 	struct rdps_server_stats stats;
 	volatile sig_atomic_t stop;
+	bool keep_alive;
 	char *ckpt_dir;           /* NULL: no checkpoints */
 	uint64_t ckpt_interval_ns;
 	uint64_t ckpt_seq;        /* the last one written or restored */
@@ -267,6 +268,13 @@ static int handle(void *ctx, struct rdps_request *req)
 		ret = rdps_server_checkpoint(s, req->errmsg, req->errlen);
 		break;
 	case RDPS_REQ_SHUTDOWN:
+		if (s->keep_alive && !req->observer) {
+			/* The tables stay for the next job to attach to. */
+			rdps_info("server %u: keep-alive: the job's shutdown request from client %u "
+				  "is ignored (rdps shutdown stops this server)", s->server_id,
+				  req->client_id);
+			break;
+		}
 		rdps_info("server %u: shutdown requested by client %u (%s)", s->server_id,
 			  req->client_id, req->peer);
 		s->stop = 1;
@@ -312,6 +320,7 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		goto err_free;
 	}
 	s->server_id = cfg->server_id;
+	s->keep_alive = cfg->keep_alive;
 	s->num_servers = cfg->ipc->num_servers;
 	s->num_tables = cfg->num_tables;
 	for (uint32_t t = 0; t < cfg->num_tables; t++) {

@@ -68,6 +68,9 @@ static void server_usage(FILE *f)
 "  --resume DIR           start from the newest valid checkpoint in DIR (a damaged\n"
 "                         one is refused with its reason and the previous one used);\n"
 "                         implies --checkpoint-dir DIR\n"
+"  --keep-alive           outlive the job: its shutdown request is ignored and the\n"
+"                         next job that attaches to the same tables finds them as the\n"
+"                         last one left them (rdps shutdown still stops the server)\n"
 "  --quiet                do not print the stats line on exit\n"
 "  -h, --help             this text\n"
 "\n"
@@ -192,6 +195,7 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "checkpoint-dir", required_argument, NULL, 'k' },
 		{ "checkpoint-interval", required_argument, NULL, 'K' },
 		{ "resume", required_argument, NULL, 'R' },
+		{ "keep-alive", no_argument, NULL, 'A' },
 		{ "model_name", required_argument, NULL, 'M' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
@@ -301,6 +305,9 @@ int rdps_cmd_server(int argc, char **argv)
 		case 'R':
 			cfg.checkpoint_dir = optarg;
 			cfg.resume = true;
+			break;
+		case 'A':
+			cfg.keep_alive = true;
 			break;
 		case 'M':
 			model = optarg;
