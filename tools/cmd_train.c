@@ -58,6 +58,10 @@ static void usage(FILE *f)
 "  --log_interval N           steps between progress lines (default 1000)\n"
 "  --seed N                   sampling and initialisation seed (default 0)\n"
 "  --sync                     flush every push before the next pull (deterministic)\n"
+"  --checkpoint-dir DIR       record each thread's step and sampler state there every\n"
+"                             log_interval steps (the tables are the servers' to\n"
+"                             checkpoint: rdps server --checkpoint-dir)\n"
+"  --resume                   continue from the steps recorded in --checkpoint-dir\n"
 "evaluation and output:\n"
 "  --test                     filtered MRR, MR, Hits@1/3/10 on test.txt\n"
 "  --valid                    the same on valid.txt\n"
@@ -86,7 +90,7 @@ int rdps_cmd_train(int argc, char **argv)
 	enum { O_DATA = 256, O_PART, O_STANDALONE, O_IPC, O_RANK, O_NTRAIN, O_NTHREAD, O_TRANSPORT,
 	       O_CONS, O_TIMEOUT, O_KEEP, O_MODEL, O_DIM, O_GAMMA, O_ADV, O_ADVT, O_RC, O_RN,
 	       O_BATCH, O_NEG, O_CHUNK, O_STEPS, O_LR, O_OPT, O_LOGI, O_SEED, O_SYNC, O_TEST,
-	       O_VALID, O_SAVE, O_SECRET, O_RECONNECT, O_HELP };
+	       O_VALID, O_SAVE, O_SECRET, O_RECONNECT, O_CKDIR, O_RESUME, O_HELP };
 	static const struct option opts[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "data_path", required_argument, NULL, O_DATA },
@@ -125,6 +129,8 @@ int rdps_cmd_train(int argc, char **argv)
 		{ "save_path", required_argument, NULL, O_SAVE },
 		{ "secret-file", required_argument, NULL, O_SECRET },
 		{ "reconnect", required_argument, NULL, O_RECONNECT },
+		{ "checkpoint-dir", required_argument, NULL, O_CKDIR },
+		{ "resume", no_argument, NULL, O_RESUME },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "h", no_argument, NULL, O_HELP },
 		{ 0 },
@@ -187,6 +193,8 @@ int rdps_cmd_train(int argc, char **argv)
 		case O_VALID: o.valid = true; break;
 		case O_SAVE: o.save_path = optarg; break;
 		case O_SECRET: secret_file = optarg; break;
+		case O_CKDIR: o.checkpoint_dir = optarg; break;
+		case O_RESUME: o.resume = true; break;
 		case O_RECONNECT: if (num("--reconnect", optarg, 0, 1e6, &v)) return 2; o.reconnect_ms = (int)(v * 1000); break;
 		case O_HELP: usage(stdout); return 0;
 		default: usage(stderr); return 2;

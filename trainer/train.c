@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The training job: sampling, pull/compute/push steps, evaluation, export. */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <pthread.h>
@@ -57,6 +58,7 @@ struct worker {
 	size_t scratch_size;
 	/* progress */
 	uint64_t steps, positives;
+	uint64_t done_steps;        /* steps run by this call (after a resume: the rest) */
 	double loss_sum;
 	uint64_t loss_n;
 	uint64_t pull_ns, push_ns, comp_ns;
@@ -345,17 +347,83 @@ static void log_progress(struct job *j, uint64_t step)
 	(void)steps;
 }
 
+/* DIR/trainer-R-T.json: this thread's step and sampler state. */
+static void progress_path(const struct worker *w, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/trainer-%u-%u.json", w->j->o->checkpoint_dir, w->j->o->rank, w->t);
+}
+
+/* Written atomically (temporary file, fsync, rename). */
+static int save_progress(const struct worker *w, uint64_t step)
+{
+	char path[4096], tmp[4200];
+	json_t *p = json_pack("{s:I, s:s, s:i, s:i}", "step", (json_int_t)step, "rng",
+			      "", "rank", (int)w->j->o->rank, "thread", (int)w->t);
+	char hex[20];
+	FILE *f;
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)w->rng);
+	json_object_set_new(p, "rng", json_string(hex));
+	progress_path(w, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || json_dumpf(p, f, JSON_SORT_KEYS) || fflush(f) || fsync(fileno(f)))
+		ret = -EIO;
+	if (f && fclose(f))
+		ret = -EIO;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	json_decref(p);
+	return ret;
+}
+
+static int load_progress(struct worker *w, uint64_t *step)
+{
+	char path[4096];
+	json_error_t je;
+	json_t *p, *s, *r;
+	int ret = 0;
+
+	progress_path(w, path, sizeof(path));
+	p = json_load_file(path, 0, &je);
+	if (!p) {
+		job_fail(w->j, -ENOENT, "--resume: cannot read %s: %s", path, je.text);
+		return -ENOENT;
+	}
+	s = json_object_get(p, "step");
+	r = json_object_get(p, "rng");
+	if (!json_is_integer(s) || json_integer_value(s) < 0 || !json_is_string(r) ||
+	    sscanf(json_string_value(r), "%" SCNx64, &w->rng) != 1 || !w->rng) {
+		job_fail(w->j, -EINVAL, "--resume: %s: field step or rng is malformed", path);
+		ret = -EINVAL;
+	} else {
+		*step = (uint64_t)json_integer_value(s);
+	}
+	json_decref(p);
+	return ret;
+}
+
 static int train_loop(struct worker *w)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
+	uint32_t every = o->log_interval ? o->log_interval : 1000;
 	struct rdps_step_result sr;
 	struct rdps_batch b;
+	uint64_t first = 0;
 	int ret;
 
+	if (o->resume && (ret = load_progress(w, &first)))
+		return ret;
+	if (o->resume && w->t == 0)
+		rdps_info("trainer %u: resuming at step %llu of %llu", o->rank,
+			  (unsigned long long)first, (unsigned long long)o->max_step);
 	if (!w->norder)
 		return 0; /* nothing local to train on (more threads than triples) */
-	for (uint64_t step = 0; step < o->max_step && !__atomic_load_n(&j->ret, __ATOMIC_RELAXED);
+	for (uint64_t step = first; step < o->max_step && !__atomic_load_n(&j->ret, __ATOMIC_RELAXED);
 	     step++) {
 		uint64_t t0, t1, t2, t3;
 
@@ -405,6 +473,13 @@ static int train_loop(struct worker *w)
 		__atomic_store_n(&w->positives, w->positives + o->batch_size, __ATOMIC_RELAXED);
 		if (w->t == 0 && o->log_interval && (step + 1) % o->log_interval == 0)
 			log_progress(j, step + 1);
+		if (o->checkpoint_dir && ((step + 1) % every == 0 || step + 1 == o->max_step) &&
+		    (ret = save_progress(w, step + 1))) {
+			job_fail(j, ret, "cannot write progress into %s: %s", o->checkpoint_dir,
+				 rdps_strerror(ret));
+			return ret;
+		}
+		w->done_steps++;
 	}
 	return 0;
 }
@@ -709,10 +784,12 @@ static void *worker_main(void *arg)
 		for (uint32_t t = 0; t < o->num_thread; t++)
 			pos += j->w[t].positives;
 		j->res->train_seconds = secs;
+		j->res->steps_done = w->done_steps;
 		j->res->pos_per_second = secs > 0 ? pos / secs : 0;
-		printf("[trainer %u] training done: %llu steps x %u threads in %.1f s, %.0f pos triples/s\n",
-		       o->rank, (unsigned long long)o->max_step, o->num_thread, secs,
-		       j->res->pos_per_second);
+		printf("[trainer %u] training done: %llu steps (to step %llu) x %u threads in %.1f s, "
+		       "%.0f pos triples/s\n",
+		       o->rank, (unsigned long long)w->done_steps, (unsigned long long)o->max_step,
+		       o->num_thread, secs, j->res->pos_per_second);
 		fflush(stdout);
 	}
 	if ((o->test || o->valid) && w->t == 0) {
@@ -988,6 +1065,15 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "--rank %u must be below --num_trainers %u", o->rank,
 			 o->num_trainers);
 		return -EINVAL;
+	}
+	if (o->resume && !o->checkpoint_dir) {
+		snprintf(err, errlen, "--resume needs --checkpoint-dir (where the progress was saved)");
+		return -EINVAL;
+	}
+	if (o->checkpoint_dir && mkdir(o->checkpoint_dir, 0755) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create --checkpoint-dir %s: %s", o->checkpoint_dir,
+			 strerror(errno));
+		return -errno;
 	}
 	if (o->standalone && o->num_trainers != 1) {
 		snprintf(err, errlen, "--standalone runs one trainer (use --num_thread for more threads)");

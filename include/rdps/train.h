@@ -55,12 +55,16 @@ struct rdps_train_opts {
 	int timeout_ms;             /* bound on each wait (0: 60 s) */
 	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
 	int reconnect_ms;           /* reconnect to a lost server for this long (0: fail) */
+	const char *checkpoint_dir; /* progress of each thread (step, sampler state),
+				     * written every log_interval steps; NULL: none */
+	bool resume;                /* continue from the progress in checkpoint_dir */
 };
 
 /* DGL-KE's defaults where it has one. */
 void rdps_train_opts_init(struct rdps_train_opts *o);
 
 struct rdps_train_result {
+	uint64_t steps_done;            /* steps of thread 0 in this run */
 	double train_seconds;
 	double pos_per_second;          /* positive triples per second, this trainer */
 	double last_loss;               /* mean loss of the last log interval */

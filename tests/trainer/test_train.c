@@ -259,3 +259,34 @@ Test(train, distributed_matches_standalone)
 	free(pdir);
 	free(ipc);
 }
+
+Test(train, resume_continues_from_the_saved_step)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], *data = path("kg"), *ck = path("progress"), *missing = path("none");
+	char *file = path("progress/trainer-0-1.json"), *text;
+
+	small_opts(&o, data);
+	o.test = false;
+	o.num_thread = 2;
+	o.max_step = 60;
+	o.log_interval = 25;
+	o.checkpoint_dir = ck;
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.steps_done, 60);
+	text = rdps_test_slurp(file);
+	cr_assert(text && strstr(text, "\"step\": 60"), "%s", text);
+	free(text);
+	o.resume = true;
+	o.max_step = 100;
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.steps_done, 40, "resumed run did %llu steps", (unsigned long long)r.steps_done);
+	o.checkpoint_dir = missing;
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), -ENOENT);
+	cr_assert(strstr(err, "trainer-0-0.json"), "%s", err);
+	free(data);
+	free(ck);
+	free(missing);
+	free(file);
+}
