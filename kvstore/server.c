@@ -18,6 +18,8 @@ struct rdps_server {
 	struct rdps_server_stats stats;
 	volatile sig_atomic_t stop;
 	bool keep_alive;
+	uint64_t job_timeout_ns;  /* lease: exit when no client for this long */
+	uint64_t last_client_ns;  /* when a client of the job was last connected */
 	char *ckpt_dir;           /* NULL: no checkpoints */
 	uint64_t ckpt_interval_ns;
 	uint64_t ckpt_seq;        /* the last one written or restored */
@@ -321,6 +323,8 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 	}
 	s->server_id = cfg->server_id;
 	s->keep_alive = cfg->keep_alive;
+	s->job_timeout_ns = (uint64_t)cfg->job_timeout_ms * 1000000ull;
+	s->last_client_ns = rdps_now_ns();
 	s->num_servers = cfg->ipc->num_servers;
 	s->num_tables = cfg->num_tables;
 	for (uint32_t t = 0; t < cfg->num_tables; t++) {
@@ -452,6 +456,15 @@ int rdps_server_run(struct rdps_server *s)
 			rdps_err("server %u: transport failed: %s", s->server_id,
 				 rdps_strerror(ret));
 			return ret;
+		}
+		if (s->connected)
+			s->last_client_ns = rdps_now_ns();
+		else if (s->job_timeout_ns && rdps_now_ns() - s->last_client_ns >= s->job_timeout_ns) {
+			/* The job is gone (or never came): do not linger. */
+			rdps_warn("server %u: no client of the job for %.1f s; exiting", s->server_id,
+				  s->job_timeout_ns / 1e9);
+			s->stop = 1;
+			break;
 		}
 		if (s->ckpt_interval_ns && rdps_now_ns() - s->ckpt_last_ns >= s->ckpt_interval_ns) {
 			char err[512];

@@ -68,6 +68,8 @@ static void server_usage(FILE *f)
 "  --resume DIR           start from the newest valid checkpoint in DIR (a damaged\n"
 "                         one is refused with its reason and the previous one used);\n"
 "                         implies --checkpoint-dir DIR\n"
+"  --job-timeout SEC      exit when no client of the job has been connected for SEC\n"
+"                         seconds (a lease: no server outlives a dead job; default: never)\n"
 "  --keep-alive           outlive the job: its shutdown request is ignored and the\n"
 "                         next job that attaches to the same tables finds them as the\n"
 "                         last one left them (rdps shutdown still stops the server)\n"
@@ -196,6 +198,7 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "checkpoint-interval", required_argument, NULL, 'K' },
 		{ "resume", required_argument, NULL, 'R' },
 		{ "keep-alive", no_argument, NULL, 'A' },
+		{ "job-timeout", required_argument, NULL, 'J' },
 		{ "model_name", required_argument, NULL, 'M' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
@@ -309,6 +312,16 @@ int rdps_cmd_server(int argc, char **argv)
 		case 'A':
 			cfg.keep_alive = true;
 			break;
+		case 'J': {
+			double sec = strtod(optarg, &end);
+
+			if (*end || !(sec > 0) || sec > 1e6) {
+				fprintf(stderr, "rdps server: --job-timeout '%s' is not a positive number of seconds\n", optarg);
+				return 2;
+			}
+			cfg.job_timeout_ms = (int)(sec * 1000);
+			break;
+		}
 		case 'M':
 			model = optarg;
 			break;

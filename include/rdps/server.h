@@ -45,6 +45,8 @@ struct rdps_server_config {
 	const char *checkpoint_dir;         /* where checkpoints go; NULL: none */
 	int checkpoint_interval_ms;         /* also every this often (0: on request) */
 	bool resume;                        /* start from the newest valid checkpoint */
+	int job_timeout_ms;                 /* exit after this long with no client of
+					     * the job connected (0: never) */
 	bool keep_alive;                    /* outlive jobs: a job's own shutdown
 					     * request is ignored (an observer's,
 					     * e.g. rdps shutdown, still stops it) */

@@ -9,8 +9,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rdps/client.h"
+#include "rdps/common.h"
 #include "rdps/server.h"
 #include "rdps_test.h"
 
@@ -74,6 +76,39 @@ Test(keepalive, next_job_finds_the_tables_as_left)
 	rdps_client_destroy(c);
 	pthread_join(th, NULL);
 	cr_assert(rdps_server_done(srv));
+	rdps_server_destroy(srv);
+	rdps_ipconfig_free(&ipc);
+}
+
+/* A lease: a server whose job is gone exits by itself. */
+Test(keepalive, job_timeout_ends_a_server_without_clients, .timeout = 30)
+{
+	struct rdps_ipconfig ipc;
+	struct rdps_server_config cfg = { .transport = "tcp", .ipc = &ipc, .num_tables = 1,
+					  .job_timeout_ms = 700 };
+	struct rdps_server *srv;
+	struct rdps_client *c;
+	pthread_t th;
+	char text[64], err[512];
+	uint64_t t0;
+
+	snprintf(text, sizeof(text), "127.0.0.1 %d\n", rdps_test_free_ports(1));
+	cr_assert_eq(rdps_ipconfig_parse("t", text, &ipc, err, sizeof(err)), 0);
+	cfg.tables[0] = (struct rdps_server_table_config){ .name = "entity", .num_rows = 10,
+							   .dim = 4, .lr = 0.1f };
+	cr_assert_eq(rdps_server_create(&cfg, &srv, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pthread_create(&th, NULL, serve, srv), 0);
+	/* A connected client holds the lease, longer than the timeout ... */
+	c = client(&ipc, 0, 1, false);
+	usleep(1500000);
+	cr_assert(!rdps_server_done(srv), "the server left while its job was connected");
+	/* ... and once the job is gone, the server goes too. */
+	rdps_client_destroy(c);
+	t0 = rdps_now_ns();
+	while (!rdps_server_done(srv) && rdps_now_ns() - t0 < 5000000000ull)
+		usleep(10000);
+	cr_assert(rdps_server_done(srv), "the server outlived its job's lease");
+	pthread_join(th, NULL);
 	rdps_server_destroy(srv);
 	rdps_ipconfig_free(&ipc);
 }
