@@ -10,7 +10,9 @@
  *    value at a quiescent point plus the pushes acknowledged since;
  *  - no client hung (each pause and the end are bounded waits).
  * Servers and clients are forked processes (SGD, lr 1, zero init; each push
- * adds 1 to every element of a row, so values are exact counts).
+ * adds 1 to every element of a row, so values are exact counts). The
+ * transport is the first of RDPS_TEST_TRANSPORTS (default tcp), the address
+ * RDPS_TEST_HOST (default 127.0.0.1); the soft-RoCE suite runs it on verbs.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -49,6 +51,7 @@ static char *dir, *ckdir;
 static struct rdps_ipconfig ipc;
 static volatile sig_atomic_t child_stop;
 static struct rdps_server *child_srv;
+static char transport[16] = "tcp";
 
 static void on_term(int sig)
 {
@@ -64,7 +67,7 @@ static pid_t start_server(uint32_t id, bool resume)
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
-		struct rdps_server_config cfg = { .transport = "tcp", .ipc = &ipc, .server_id = id,
+		struct rdps_server_config cfg = { .transport = transport, .ipc = &ipc, .server_id = id,
 						  .num_tables = 1, .checkpoint_dir = ckdir,
 						  .resume = resume };
 		char err[512];
@@ -88,7 +91,7 @@ static pid_t start_server(uint32_t id, bool resume)
 
 static void client_main(uint32_t k)
 {
-	struct rdps_client_params p = { .servers = &ipc, .transport = "tcp", .client_id = k,
+	struct rdps_client_params p = { .servers = &ipc, .transport = transport, .client_id = k,
 					.num_clients = NCLIENTS + 1, .timeout_ms = 10000,
 					.reconnect_ms = 30000, .quiet = true };
 	struct rdps_client *c;
@@ -150,7 +153,7 @@ static void sum_acked(uint64_t *out)
 
 static struct rdps_client *observer(void)
 {
-	struct rdps_client_params p = { .servers = &ipc, .transport = "tcp", .num_clients = 1,
+	struct rdps_client_params p = { .servers = &ipc, .transport = transport, .num_clients = 1,
 					.timeout_ms = 20000, .observer = true, .quiet = true };
 	struct rdps_client *c;
 	char err[640];
@@ -161,7 +164,7 @@ static struct rdps_client *observer(void)
 
 static void pull_all(float *v)
 {
-	struct rdps_client_params p = { .servers = &ipc, .transport = "tcp",
+	struct rdps_client_params p = { .servers = &ipc, .transport = transport,
 					.client_id = NCLIENTS, .num_clients = NCLIENTS + 1,
 					.timeout_ms = 20000, .quiet = true };
 	struct rdps_client *c;
@@ -197,12 +200,16 @@ Test(faults, kill_and_restart_a_server_under_load, .timeout = 240)
 	char text[64], err[640], path[4096];
 	int base = rdps_test_free_ports(NSERVERS), st;
 
+	const char *tenv = getenv("RDPS_TEST_TRANSPORTS"), *henv = getenv("RDPS_TEST_HOST");
+
+	if (tenv && *tenv)
+		snprintf(transport, sizeof(transport), "%.*s", (int)strcspn(tenv, ","), tenv);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(sh, MAP_FAILED);
 	memset(sh, 0, sizeof(*sh));
 	dir = rdps_test_tmpdir("faults");
 	cr_assert(asprintf(&ckdir, "%s/ckpt", dir) > 0);
-	snprintf(text, sizeof(text), "127.0.0.1 %d %d\n", base, NSERVERS);
+	snprintf(text, sizeof(text), "%s %d %d\n", henv && *henv ? henv : "127.0.0.1", base, NSERVERS);
 	cr_assert_eq(rdps_ipconfig_parse("faults", text, &ipc, err, sizeof(err)), 0);
 	for (uint32_t s = 0; s < NSERVERS; s++)
 		servers[s] = start_server(s, false);
@@ -298,10 +305,11 @@ Test(faults, kill_and_restart_a_server_under_load, .timeout = 240)
 	rdps_client_destroy(obs);
 	for (int s = 0; s < NSERVERS; s++)
 		rdps_test_wait(servers[s], 10000, &st);
-	printf("faults test (tcp): requests served %llu, faults injected 1, updates checked %llu, "
+	printf("faults test (%s): requests served %llu, faults injected 1, updates checked %llu, "
 	       "updates lost %llu (acknowledged and checkpointed), unacknowledged pushes lost to "
 	       "the restart %llu\n",
-	       (unsigned long long)served, (unsigned long long)checked, (unsigned long long)lost,
+	       transport, (unsigned long long)served, (unsigned long long)checked,
+	       (unsigned long long)lost,
 	       (unsigned long long)lost_pushes);
 	fflush(stdout);
 	cr_assert_eq(lost, 0, "%llu acknowledged, checkpointed updates lost",
