@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,17 +59,6 @@ void fuzz_note(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-int fuzz_known(const char *id)
-{
-	const char *list = getenv("RDPS_FUZZ_KNOWN");
-	size_t n = strlen(id);
-
-	for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] != 0))
-		if (strcspn(p, ",") == n && !strncmp(p, id, n))
-			return 1;
-	return 0;
-}
-
 void fuzz_secret(struct rdps_secret *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -117,6 +107,30 @@ static void remove_workdir(void)
 	rmdir(workdir);
 }
 
+/* Removes the work directories of processes that died without running
+ * their atexit handler (a crash: libFuzzer exits with _Exit). */
+static void remove_stale_workdirs(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		int pid;
+		char path[512], cmd[600];
+
+		if (sscanf(e->d_name, "rdps-fuzz-%d-", &pid) != 1 || pid <= 0 ||
+		    !kill(pid, 0) || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+		if (system(cmd))
+			fprintf(stderr, "fuzz: could not remove %s\n", path);
+	}
+	closedir(d);
+}
+
 const char *fuzz_workdir(void)
 {
 	const char *base;
@@ -125,7 +139,10 @@ const char *fuzz_workdir(void)
 	if (workdir[0])
 		return workdir;
 	base = !stat("/dev/shm", &st) && S_ISDIR(st.st_mode) ? "/dev/shm" : getenv("TMPDIR");
-	snprintf(workdir, sizeof(workdir), "%s/rdps-fuzz-XXXXXX", base ? base : "/tmp");
+	if (!base)
+		base = "/tmp";
+	remove_stale_workdirs(base);
+	snprintf(workdir, sizeof(workdir), "%s/rdps-fuzz-%d-XXXXXX", base, (int)getpid());
 	if (!mkdtemp(workdir)) {
 		workdir[0] = '\0';
 		return NULL;

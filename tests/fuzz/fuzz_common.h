@@ -47,11 +47,6 @@ void fuzz_quiet_logs(void);
  * a seed or a reproducer; silent while fuzzing. */
 void fuzz_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* True if id is listed in RDPS_FUZZ_KNOWN (comma-separated): a reported,
- * not yet fixed finding whose check a long run may skip to look for others
- * (README.md lists the ids). CI never sets it. */
-int fuzz_known(const char *id);
-
 /* Fills s with FUZZ_SECRET. */
 void fuzz_secret(struct rdps_secret *s);
 
@@ -61,9 +56,10 @@ void fuzz_secret(struct rdps_secret *s);
 size_t fuzz_split(const uint8_t *data, size_t len, const uint8_t **sec, size_t *seclen,
 		  size_t max);
 
-/* A private directory (under /dev/shm if it exists, else TMPDIR or /tmp),
- * created on first use and removed with its files at exit. NULL on failure
- * (the caller aborts: the target cannot run). */
+/* A private directory "rdps-fuzz-PID-XXXXXX" (under /dev/shm if it exists,
+ * else TMPDIR or /tmp), created on first use and removed with its files at
+ * exit; those of dead processes (crashes) are removed on the next start.
+ * NULL on failure (the caller aborts: the target cannot run). */
 const char *fuzz_workdir(void);
 
 /* Writes len bytes to dir/name (replacing it); aborts on I/O errors. */
