@@ -21,6 +21,7 @@
 #ifndef RDPS_PERF_BENCH_H
 #define RDPS_PERF_BENCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -146,6 +147,27 @@ void bench_fill_ids(uint64_t *ids, size_t n, uint64_t rows, bool clustered, uint
 
 /* Page-aligned, pre-faulted buffer (free()). NULL on failure. */
 void *bench_alloc(size_t bytes);
+
+/* The part of a measuring thread the harness runs: embed it first in a
+ * worker struct. Workers start together and report what they did. */
+struct bench_worker {
+	pthread_t thread;
+	const int *go;    /* 0: wait, 1: start, -1: abandon (NULL: start at once) */
+	uint64_t count;   /* result: rows (or pushes) done */
+	uint64_t ns;      /* result: elapsed */
+	int ret;          /* result: 0 or -errno */
+};
+
+/* First thing in a worker's thread: waits for the common start; false if
+ * the run was abandoned (the thread should return at once). */
+bool bench_worker_wait(struct bench_worker *w);
+
+/* Runs fn on k workers (an array of structs stride bytes apart, each
+ * beginning with a struct bench_worker), all started at once; *count gets
+ * the sum of their counts, *ns the longest elapsed. Returns 0, the first
+ * worker's error, or -errno if a thread could not start (then none ran). */
+int bench_run_workers(void *workers, size_t stride, uint32_t k, void *(*fn)(void *),
+		      uint64_t *count, uint64_t *ns);
 
 /* ---------------------------------------------------------------------- */
 /* In-process cluster                                                      */

@@ -251,8 +251,7 @@ static int lat_pingpong(int fd, void *buf, uint32_t rq, uint32_t rp, const struc
 /* Throughput: every client in its own thread, started together            */
 
 struct tput_worker {
-	pthread_t thread;
-	pthread_barrier_t *start;
+	struct bench_worker base; /* first: run by bench_run_workers */
 	struct rdps_client *c; /* rdps client, or */
 	int fd;                /* ping-pong socket */
 	void *buf;             /* ping-pong buffer */
@@ -262,9 +261,6 @@ struct tput_worker {
 	uint64_t table_rows;
 	uint32_t rq, rp;
 	double seconds;
-	uint64_t rows;         /* result: rows pulled */
-	uint64_t ns;           /* result: elapsed */
-	int ret;
 };
 
 static void *tput_main(void *arg)
@@ -272,55 +268,34 @@ static void *tput_main(void *arg)
 	struct tput_worker *w = arg;
 	uint64_t seed = (uint64_t)(uintptr_t)w * 0x9e3779b97f4a7c15ull, t0, now, deadline;
 
-	pthread_barrier_wait(w->start);
+	if (!bench_worker_wait(&w->base))
+		return NULL;
 	t0 = now = rdps_now_ns();
 	deadline = t0 + (uint64_t)(w->seconds * 1e9);
-	w->rows = 0;
 	while (now < deadline) {
 		if (w->c) {
 			bench_fill_ids(w->ids, w->n, w->table_rows, false, &seed);
-			w->ret = rdps_client_pull(w->c, w->table, w->ids, w->n, w->out);
+			w->base.ret = rdps_client_pull(w->c, w->table, w->ids, w->n, w->out);
 		} else {
-			w->ret = bench_pingpong_once(w->fd, w->buf, w->rq, w->rp);
+			w->base.ret = bench_pingpong_once(w->fd, w->buf, w->rq, w->rp);
 		}
-		if (w->ret)
+		if (w->base.ret)
 			break;
-		w->rows += w->n;
+		w->base.count += w->n;
 		now = rdps_now_ns();
 	}
-	w->ns = now - t0;
+	w->base.ns = now - t0;
 	return NULL;
 }
 
 /* Runs k workers; returns rows/s or a negative errno. */
 static double run_tput(struct tput_worker *w, uint32_t k)
 {
-	pthread_barrier_t start;
-	uint64_t rows = 0, ns = 0;
-	uint32_t started = 0;
+	uint64_t rows, ns;
+	int ret = bench_run_workers(w, sizeof(*w), k, tput_main, &rows, &ns);
 
-	pthread_barrier_init(&start, NULL, k);
-	for (uint32_t i = 0; i < k; i++) {
-		w[i].start = &start;
-		w[i].ret = 0;
-		if (pthread_create(&w[i].thread, NULL, tput_main, &w[i]))
-			break;
-		started++;
-	}
-	if (started < k) {
-		/* Cannot happen for small k; do not leave threads at the barrier. */
-		fprintf(stderr, "rdps bench pull: cannot start %u client threads\n", k);
-		exit(1);
-	}
-	for (uint32_t i = 0; i < k; i++) {
-		pthread_join(w[i].thread, NULL);
-		if (w[i].ret)
-			return w[i].ret;
-		rows += w[i].rows;
-		if (w[i].ns > ns)
-			ns = w[i].ns;
-	}
-	pthread_barrier_destroy(&start);
+	if (ret)
+		return ret;
 	return ns ? rows / (ns / 1e9) : 0;
 }
 

@@ -59,16 +59,13 @@ static void usage(FILE *f)
 }
 
 struct push_worker {
-	pthread_t thread;
-	pthread_barrier_t *start;
+	struct bench_worker base; /* first: run by bench_run_workers; count: pushes */
 	struct rdps_client *c;
 	uint32_t table, n, dim;
 	uint64_t table_rows;
 	uint64_t *ids;
 	float *grads;
 	double seconds;
-	uint64_t pushes, ns;
-	int ret;
 };
 
 static void *push_main(void *arg)
@@ -76,22 +73,22 @@ static void *push_main(void *arg)
 	struct push_worker *w = arg;
 	uint64_t seed = (uint64_t)(uintptr_t)w * 0x9e3779b97f4a7c15ull, t0, deadline, now;
 
-	pthread_barrier_wait(w->start);
+	if (!bench_worker_wait(&w->base))
+		return NULL;
 	t0 = now = rdps_now_ns();
 	deadline = t0 + (uint64_t)(w->seconds * 1e9);
-	w->pushes = 0;
-	w->ret = 0;
 	while (now < deadline) {
 		bench_fill_ids(w->ids, w->n, w->table_rows, false, &seed);
-		w->ret = rdps_client_push(w->c, w->table, w->ids, w->grads, w->n);
-		if (w->ret)
+		w->base.ret = rdps_client_push(w->c, w->table, w->ids, w->grads, w->n);
+		if (w->base.ret)
 			break;
-		w->pushes++;
+		w->base.count++;
 		now = rdps_now_ns();
 	}
-	if (!w->ret)
-		w->ret = rdps_client_flush(w->c);
-	w->ns = rdps_now_ns() - t0;
+	/* The time includes applying: flush waits for the servers. */
+	if (!w->base.ret)
+		w->base.ret = rdps_client_flush(w->c);
+	w->base.ns = rdps_now_ns() - t0;
 	return NULL;
 }
 
@@ -252,7 +249,6 @@ int rdps_bench_push(int argc, char **argv)
 		for (int b = 0; b < o.nbatches; b++) {
 			uint32_t n = (uint32_t)o.batches[b];
 			uint64_t rows0, rows1, cpu0 = 0, cpu1 = 0, pushes = 0, ns = 0;
-			pthread_barrier_t start;
 			double secs, cpu_s, applied, per_core;
 			struct bench_json j;
 
@@ -261,32 +257,24 @@ int rdps_bench_push(int argc, char **argv)
 				goto stats_failed;
 			for (uint32_t s = 0; s < o.servers; s++)
 				cpu0 += bench_cluster_server_cpu_ns(cl, s);
-			pthread_barrier_init(&start, NULL, o.clients);
 			for (uint32_t i = 0; i < o.clients; i++) {
-				w[i].start = &start;
 				w[i].c = clients[i];
 				w[i].table = (uint32_t)t;
 				w[i].n = n;
 				w[i].dim = (uint32_t)o.dim;
 				w[i].table_rows = o.table_rows;
 				w[i].seconds = o.seconds;
-				if (pthread_create(&w[i].thread, NULL, push_main, &w[i])) {
-					fprintf(stderr, "rdps bench push: cannot start a client thread\n");
-					exit(1);
-				}
 			}
-			for (uint32_t i = 0; i < o.clients; i++) {
-				pthread_join(w[i].thread, NULL);
-				if (w[i].ret) {
-					fprintf(stderr, "rdps bench push: push failed: %s\n",
-						rdps_client_errmsg(clients[i]));
-					pthread_barrier_destroy(&start);
-					goto out;
-				}
-				pushes += w[i].pushes;
-				ns = w[i].ns > ns ? w[i].ns : ns;
+			ret = bench_run_workers(w, sizeof(*w), o.clients, push_main, &pushes, &ns);
+			if (ret) {
+				const char *why = rdps_strerror(ret);
+
+				for (uint32_t i = 0; i < o.clients; i++)
+					if (w[i].base.ret)
+						why = rdps_client_errmsg(clients[i]);
+				fprintf(stderr, "rdps bench push: push failed: %s\n", why);
+				goto out;
 			}
-			pthread_barrier_destroy(&start);
 			for (uint32_t s = 0; s < o.servers; s++)
 				cpu1 += bench_cluster_server_cpu_ns(cl, s);
 			ret = server_rows_pushed(clients[0], o.servers, &rows1);

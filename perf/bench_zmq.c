@@ -140,8 +140,7 @@ static int zsrv_start(struct zsrv *z, const char *host, uint16_t port, char *err
 /* Clients                                                                 */
 
 struct zcli {
-	pthread_t thread;
-	pthread_barrier_t *start;
+	struct bench_worker base; /* first: run by bench_run_workers; count: rows */
 	void *sock;               /* zmq REQ socket, or NULL for rdps */
 	struct rdps_client *c;
 	uint32_t table, n, dim;
@@ -151,8 +150,7 @@ struct zcli {
 	uint64_t seed;
 	double seconds;
 	struct bench_lat *lat;    /* latency mode: record here */
-	uint64_t max_iters, rows, ns;
-	int ret;
+	uint64_t max_iters;
 };
 
 /* One pull through either system. */
@@ -177,51 +175,35 @@ static void *zcli_main(void *arg)
 	struct zcli *w = arg;
 	uint64_t t0, now, deadline;
 
-	if (w->start)
-		pthread_barrier_wait(w->start);
+	/* Threads wait for the common start; a direct call starts at once. */
+	if (!bench_worker_wait(&w->base))
+		return NULL;
 	t0 = now = rdps_now_ns();
 	deadline = t0 + (uint64_t)(w->seconds * 1e9);
-	w->rows = 0;
-	w->ret = 0;
+	w->base.count = 0;
+	w->base.ret = 0;
 	while (now < deadline || (w->lat && w->lat->n < 10)) {
 		uint64_t a = now;
 
-		if ((w->ret = one_pull(w)))
+		if ((w->base.ret = one_pull(w)))
 			break;
 		now = rdps_now_ns();
-		w->rows += w->n;
+		w->base.count += w->n;
 		if (w->lat) {
 			bench_lat_add(w->lat, now - a);
 			if (bench_lat_full(w->lat))
 				break;
 		}
 	}
-	w->ns = now - t0;
+	w->base.ns = now - t0;
 	return NULL;
 }
 
 static double run_clients(struct zcli *w, uint32_t k)
 {
-	pthread_barrier_t start;
-	uint64_t rows = 0, ns = 0;
-	int ret = 0;
+	uint64_t rows, ns;
+	int ret = bench_run_workers(w, sizeof(*w), k, zcli_main, &rows, &ns);
 
-	pthread_barrier_init(&start, NULL, k);
-	for (uint32_t i = 0; i < k; i++) {
-		w[i].start = &start;
-		if (pthread_create(&w[i].thread, NULL, zcli_main, &w[i])) {
-			fprintf(stderr, "rdps bench zmq: cannot start a client thread\n");
-			exit(1);
-		}
-	}
-	for (uint32_t i = 0; i < k; i++) {
-		pthread_join(w[i].thread, NULL);
-		if (w[i].ret)
-			ret = w[i].ret;
-		rows += w[i].rows;
-		ns = w[i].ns > ns ? w[i].ns : ns;
-	}
-	pthread_barrier_destroy(&start);
 	if (ret)
 		return ret;
 	return ns ? rows / (ns / 1e9) : 0;
@@ -408,10 +390,10 @@ int rdps_bench_zmq(int argc, char **argv)
 							      .lat = &lat };
 					bench_lat_reset(&lat);
 					zcli_main(&w[0]);
-					if (w[0].ret) {
+					if (w[0].base.ret) {
 						fprintf(stderr, "rdps bench zmq: %s pull failed: %s\n",
 							sys ? "rdps" : "zmq", sys ? rdps_client_errmsg(clients[0]) :
-							rdps_strerror(w[0].ret));
+							rdps_strerror(w[0].base.ret));
 						goto out;
 					}
 				}

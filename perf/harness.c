@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -412,4 +413,50 @@ void bench_child_kill(struct bench_child *c)
 			;
 		c->pid = -1;
 	}
+}
+
+bool bench_worker_wait(struct bench_worker *w)
+{
+	int go;
+
+	if (!w->go)
+		return true;
+	/* A spin, not a barrier: a run whose threads did not all start must
+	 * still let the started ones go. */
+	while (!(go = __atomic_load_n(w->go, __ATOMIC_ACQUIRE)))
+		sched_yield();
+	return go > 0;
+}
+
+int bench_run_workers(void *workers, size_t stride, uint32_t k, void *(*fn)(void *),
+		      uint64_t *count, uint64_t *ns)
+{
+	int go = 0, ret = 0;
+	uint32_t started = 0;
+
+	*count = 0;
+	*ns = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		struct bench_worker *w = (struct bench_worker *)((char *)workers + i * stride);
+
+		w->go = &go;
+		w->ret = 0;
+		w->count = w->ns = 0;
+		ret = -pthread_create(&w->thread, NULL, fn, w);
+		if (ret)
+			break;
+		started++;
+	}
+	__atomic_store_n(&go, ret ? -1 : 1, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < started; i++) {
+		struct bench_worker *w = (struct bench_worker *)((char *)workers + i * stride);
+
+		pthread_join(w->thread, NULL);
+		w->go = NULL;
+		if (w->ret && !ret)
+			ret = w->ret;
+		*count += w->count;
+		*ns = w->ns > *ns ? w->ns : *ns;
+	}
+	return ret;
 }
