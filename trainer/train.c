@@ -348,9 +348,9 @@ static void log_progress(struct job *j, uint64_t step)
 }
 
 /* DIR/trainer-R-T.json: this thread's step and sampler state. */
-static void progress_path(const struct worker *w, char *buf, size_t len)
+static void progress_path(const struct rdps_train_opts *o, uint32_t t, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/trainer-%u-%u.json", w->j->o->checkpoint_dir, w->j->o->rank, w->t);
+	snprintf(buf, len, "%s/trainer-%u-%u.json", o->checkpoint_dir, o->rank, t);
 }
 
 /* Written atomically (temporary file, fsync, rename). */
@@ -367,7 +367,7 @@ static int save_progress(const struct worker *w, uint64_t step)
 		return -ENOMEM;
 	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)w->rng);
 	json_object_set_new(p, "rng", json_string(hex));
-	progress_path(w, path, sizeof(path));
+	progress_path(w->j->o, w->t, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	f = fopen(tmp, "w");
 	if (!f || json_dumpf(p, f, JSON_SORT_KEYS) || fflush(f) || fsync(fileno(f)))
@@ -387,7 +387,7 @@ static int load_progress(struct worker *w, uint64_t *step)
 	json_t *p, *s, *r;
 	int ret = 0;
 
-	progress_path(w, path, sizeof(path));
+	progress_path(w->j->o, w->t, path, sizeof(path));
 	p = json_load_file(path, 0, &je);
 	if (!p) {
 		job_fail(w->j, -ENOENT, "--resume: cannot read %s: %s", path, je.text);
@@ -1070,7 +1070,7 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "--resume needs --checkpoint-dir (where the progress was saved)");
 		return -EINVAL;
 	}
-	if (o->checkpoint_dir && mkdir(o->checkpoint_dir, 0755) && errno != EEXIST) {
+	if (o->checkpoint_dir && !o->resume && mkdir(o->checkpoint_dir, 0755) && errno != EEXIST) {
 		snprintf(err, errlen, "cannot create --checkpoint-dir %s: %s", o->checkpoint_dir,
 			 strerror(errno));
 		return -errno;
@@ -1082,6 +1082,19 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 	if (!o->num_thread || o->num_thread > 256 || !o->batch_size || !o->neg_sample_size) {
 		snprintf(err, errlen, "--num_thread (1..256), --batch_size and --neg_sample_size must be positive");
 		return -EINVAL;
+	}
+	/* Every thread's progress must be there before anything connects, and the
+	 * error names the first missing one (not whichever thread lost a race). */
+	for (uint32_t t = 0; o->resume && t < o->num_thread; t++) {
+		char path[4096];
+
+		progress_path(o, t, path, sizeof(path));
+		if (access(path, R_OK)) {
+			int e = errno;
+
+			snprintf(err, errlen, "--resume: cannot read %s: %s", path, strerror(e));
+			return -ENOENT;
+		}
 	}
 	return 0;
 }
