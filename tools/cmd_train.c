@@ -65,6 +65,9 @@ static void usage(FILE *f)
 "evaluation and output:\n"
 "  --test                     filtered MRR, MR, Hits@1/3/10 on test.txt\n"
 "  --valid                    the same on valid.txt\n"
+"  --eval_per_relation        with --test/--valid, also a table after those lines: per\n"
+"                             relation, its triples, MRR, MR, HITS@1/3/10, tail-side\n"
+"                             and head-side MRR (every trainer of the job needs it)\n"
 "  --save_path DIR            write <dataset>_<model>_entity.npy, ..._relation.npy\n"
 "                             (rows in entities.dict/relations.dict order), the dicts\n"
 "                             and config.json\n"
@@ -85,12 +88,54 @@ static int num(const char *flag, const char *arg, double lo, double hi, double *
 	return 0;
 }
 
+/* The per-relation table of one split (mode "Test" or "Valid", rel its
+ * sums): relations with triples in that split, by id. MRR etc. over both
+ * sides as the overall lines; "triples" counts the split's triples (one
+ * tail query each). */
+static void print_relations(FILE *f, const char *mode, const char *split,
+			    const struct rdps_train_relation_sums *rel,
+			    const struct rdps_train_result *res)
+{
+	int width = (int)strlen("relation");
+	uint32_t shown = 0;
+
+	for (uint32_t r = 0; r < res->num_relations; r++) {
+		int len = (int)strlen(res->relation_names[r]);
+
+		if (!rel[r].tail.count && !rel[r].head.count)
+			continue;
+		shown++;
+		if (len > width)
+			width = len < 40 ? len : 40; /* longer names push their line only */
+	}
+	fprintf(f, "%s per relation: %u of %u relations have %s triples\n", mode, shown,
+		res->num_relations, split);
+	fprintf(f, "%6s  %-*s %8s %8s %9s %7s %7s %8s %9s %9s\n", "id", width, "relation", "triples",
+		"MRR", "MR", "HITS@1", "HITS@3", "HITS@10", "tail MRR", "head MRR");
+	for (uint32_t r = 0; r < res->num_relations; r++) {
+		struct rdps_eval_sums both = rel[r].tail;
+		struct rdps_eval_metrics m, mt, mh;
+
+		if (!rel[r].tail.count && !rel[r].head.count)
+			continue;
+		rdps_eval_sums_add(&both, &rel[r].head);
+		rdps_eval_metrics_from_sums(&both, &m);
+		rdps_eval_metrics_from_sums(&rel[r].tail, &mt);
+		rdps_eval_metrics_from_sums(&rel[r].head, &mh);
+		fprintf(f, "%6u  %-*s %8llu %8.4f %9.2f %7.4f %7.4f %8.4f %9.4f %9.4f\n", r, width,
+			res->relation_names[r],
+			(unsigned long long)(rel[r].tail.count ? rel[r].tail.count
+							       : rel[r].head.count),
+			m.mrr, m.mr, m.hits1, m.hits3, m.hits10, mt.mrr, mh.mrr);
+	}
+}
+
 int rdps_cmd_train(int argc, char **argv)
 {
 	enum { O_DATA = 256, O_PART, O_STANDALONE, O_IPC, O_RANK, O_NTRAIN, O_NTHREAD, O_TRANSPORT,
 	       O_CONS, O_TIMEOUT, O_KEEP, O_MODEL, O_DIM, O_GAMMA, O_ADV, O_ADVT, O_RC, O_RN,
 	       O_BATCH, O_NEG, O_CHUNK, O_STEPS, O_LR, O_OPT, O_LOGI, O_SEED, O_SYNC, O_TEST,
-	       O_VALID, O_SAVE, O_SECRET, O_RECONNECT, O_CKDIR, O_RESUME, O_HELP };
+	       O_VALID, O_PERREL, O_SAVE, O_SECRET, O_RECONNECT, O_CKDIR, O_RESUME, O_HELP };
 	static const struct option opts[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "data_path", required_argument, NULL, O_DATA },
@@ -126,6 +171,7 @@ int rdps_cmd_train(int argc, char **argv)
 		{ "sync", no_argument, NULL, O_SYNC },
 		{ "test", no_argument, NULL, O_TEST },
 		{ "valid", no_argument, NULL, O_VALID },
+		{ "eval_per_relation", no_argument, NULL, O_PERREL },
 		{ "save_path", required_argument, NULL, O_SAVE },
 		{ "secret-file", required_argument, NULL, O_SECRET },
 		{ "reconnect", required_argument, NULL, O_RECONNECT },
@@ -191,6 +237,7 @@ int rdps_cmd_train(int argc, char **argv)
 		case O_SYNC: o.sync_push = true; break;
 		case O_TEST: o.test = true; break;
 		case O_VALID: o.valid = true; break;
+		case O_PERREL: o.eval_per_relation = true; break;
 		case O_SAVE: o.save_path = optarg; break;
 		case O_SECRET: secret_file = optarg; break;
 		case O_CKDIR: o.checkpoint_dir = optarg; break;
@@ -202,6 +249,10 @@ int rdps_cmd_train(int argc, char **argv)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "rdps train: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (o.eval_per_relation && !o.test && !o.valid) {
+		fprintf(stderr, "rdps train: --eval_per_relation needs --test or --valid\n");
 		return 2;
 	}
 	if (rdps_secret_load(secret_file, &secret, err, sizeof(err))) {
@@ -222,5 +273,11 @@ int rdps_cmd_train(int argc, char **argv)
 		rdps_eval_format(out, sizeof(out), "Test", &res.test);
 		fputs(out, stdout);
 	}
+	/* The tables after every DGL-KE line, which scripts parse as a block. */
+	if (o.rank == 0 && res.have_valid && res.valid_rel)
+		print_relations(stdout, "Valid", "valid", res.valid_rel, &res);
+	if (o.rank == 0 && res.have_test && res.test_rel)
+		print_relations(stdout, "Test", "test", res.test_rel, &res);
+	rdps_train_result_free(&res);
 	return 0;
 }

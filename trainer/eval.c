@@ -256,6 +256,7 @@ struct rdps_eval {
 	size_t *ex_off;            /* nq + 1: skip list offsets into ex */
 	uint32_t *ex;              /* sorted, distinct skip ids per query */
 	size_t *cur;               /* nq: skip cursors during a call */
+	uint64_t rel_bound;        /* 1 + largest test relation id, 0 if none */
 	bool rows_set;             /* set_rows() done */
 };
 
@@ -397,6 +398,9 @@ int rdps_eval_create(struct rdps_eval **out, const struct rdps_eval_params *p)
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return -ENOMEM;
+	for (size_t i = 0; i < p->n_test; i++)
+		if (p->test[i].r >= ev->rel_bound)
+			ev->rel_bound = (uint64_t)p->test[i].r + 1;
 	ev->m = p->model;
 	ev->n_test = p->n_test;
 	ev->n_entities = p->n_entities;
@@ -583,22 +587,54 @@ int rdps_eval_add_counts(struct rdps_eval *ev, const uint32_t *gt,
 	return 0;
 }
 
+/* Rank of query q from its current counts, under the tie policy. */
+static inline double query_rank(const struct rdps_eval *ev, size_t q)
+{
+	double rank = 1.0 + ev->gt[q];
+
+	if (ev->ties == RDPS_EVAL_TIES_PESSIMISTIC)
+		rank += ev->eq[q];
+	else if (ev->ties == RDPS_EVAL_TIES_MEAN)
+		rank += ev->eq[q] / 2.0;
+	return rank;
+}
+
+static inline void sums_add_rank(struct rdps_eval_sums *s, double rank)
+{
+	s->sum_rr += 1.0 / rank;
+	s->sum_rank += rank;
+	s->hits1 += rank <= 1.0;
+	s->hits3 += rank <= 3.0;
+	s->hits10 += rank <= 10.0;
+	s->count++;
+}
+
 void rdps_eval_get_sums(const struct rdps_eval *ev, struct rdps_eval_sums *s)
 {
 	memset(s, 0, sizeof(*s));
+	for (size_t q = 0; q < ev->nq; q++)
+		sums_add_rank(s, query_rank(ev, q));
+}
+
+int rdps_eval_get_relation_sums(const struct rdps_eval *ev, unsigned sides,
+				uint32_t num_relations, struct rdps_eval_sums *s)
+{
+	if (!ev || (num_relations && !s) || (sides & ~(unsigned)RDPS_EVAL_BOTH) ||
+	    num_relations < ev->rel_bound)
+		return -EINVAL;
+	if (!sides)
+		sides = RDPS_EVAL_BOTH;
+	if (num_relations)
+		memset(s, 0, num_relations * sizeof(*s));
 	for (size_t q = 0; q < ev->nq; q++) {
-		double rank = 1.0 + ev->gt[q];
-		if (ev->ties == RDPS_EVAL_TIES_PESSIMISTIC)
-			rank += ev->eq[q];
-		else if (ev->ties == RDPS_EVAL_TIES_MEAN)
-			rank += ev->eq[q] / 2.0;
-		s->sum_rr += 1.0 / rank;
-		s->sum_rank += rank;
-		s->hits1 += rank <= 1.0;
-		s->hits3 += rank <= 3.0;
-		s->hits10 += rank <= 10.0;
-		s->count++;
+		int hs;
+		size_t i;
+
+		query_of(ev, q, &hs, &i);
+		if (sides & (hs ? RDPS_EVAL_HEAD : RDPS_EVAL_TAIL))
+			sums_add_rank(&s[ev->test[i].r], query_rank(ev, q));
 	}
+	return 0;
 }
 
 void rdps_eval_sums_add(struct rdps_eval_sums *dst, const struct rdps_eval_sums *src)

@@ -502,22 +502,89 @@ static int pull_ids(struct worker *w, uint32_t table, const uint32_t *ids, uint6
 	return 0;
 }
 
+/* A struct rdps_eval_sums as the doubles of an allreduce (counts are exact
+ * below 2^53). */
+#define SUMS_DOUBLES 6
+
+static void sums_to_doubles(const struct rdps_eval_sums *s, double *v)
+{
+	v[0] = s->sum_rr;
+	v[1] = s->sum_rank;
+	v[2] = (double)s->hits1;
+	v[3] = (double)s->hits3;
+	v[4] = (double)s->hits10;
+	v[5] = (double)s->count;
+}
+
+static void sums_from_doubles(const double *v, struct rdps_eval_sums *s)
+{
+	*s = (struct rdps_eval_sums){ v[0], v[1], (uint64_t)v[2], (uint64_t)v[3],
+				      (uint64_t)v[4], (uint64_t)v[5] };
+}
+
+/* Allreduce of any length: pieces of RDPS_ALLREDUCE_MAX values (every
+ * client of the job calls it with the same n). */
+static int allreduce_long(struct rdps_client *c, double *v, size_t n)
+{
+	for (size_t pos = 0; pos < n; pos += RDPS_ALLREDUCE_MAX) {
+		size_t m = n - pos < RDPS_ALLREDUCE_MAX ? n - pos : RDPS_ALLREDUCE_MAX;
+		int ret = rdps_client_allreduce(c, v + pos, m);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Per-relation sums of ev into rv: relation r's tail sums at
+ * rv[2 * SUMS_DOUBLES * r], its head sums right after; side is scratch for
+ * num_relations sums. */
+static int relation_doubles(const struct rdps_eval *ev, uint32_t num_relations,
+			    struct rdps_eval_sums *side, double *rv)
+{
+	static const unsigned sides[2] = { RDPS_EVAL_TAIL, RDPS_EVAL_HEAD };
+
+	for (int k = 0; k < 2; k++) {
+		int ret = rdps_eval_get_relation_sums(ev, sides[k], num_relations, side);
+
+		if (ret)
+			return ret;
+		for (uint32_t r = 0; r < num_relations; r++)
+			sums_to_doubles(&side[r], rv + ((size_t)2 * r + k) * SUMS_DOUBLES);
+	}
+	return 0;
+}
+
 /* Ranks this trainer's share of split (thread 0 only) and reduces the
- * sums over every client of the job (all threads). */
+ * sums over every client of the job (all threads); with eval_per_relation
+ * also the sums of each relation, which thread 0 stores into rel
+ * (num_relations entries). */
 static int evaluate(struct worker *w, const struct rdps_triples *split, const char *name,
-		    struct rdps_triple_set *filter, struct rdps_eval_metrics *m)
+		    struct rdps_triple_set *filter, struct rdps_eval_metrics *m,
+		    struct rdps_train_relation_sums *rel)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	struct rdps_eval_sums sums = { 0 };
 	struct rdps_eval *ev = NULL;
 	struct rdps_triple *share = NULL;
+	struct rdps_eval_sums *side = NULL;
 	uint32_t *h = NULL, *r = NULL, *t = NULL;
 	float *hr = NULL, *rr = NULL, *tr = NULL, *cand = NULL;
 	uint64_t *buf = NULL, n = 0;
-	double v[6];
+	bool per_rel = o->eval_per_relation;
+	size_t nrv = per_rel ? (size_t)j->num_relations * 2 * SUMS_DOUBLES : 0;
+	double v[SUMS_DOUBLES + 1], *rv = NULL;
 	int ret = 0;
 
+	/* Every client reduces the per-relation vector; thread 0 fills it. */
+	if (per_rel) {
+		rv = calloc(nrv ? nrv : 1, sizeof(double));
+		if (!rv) {
+			ret = -ENOMEM;
+			goto reduce;
+		}
+	}
 	if (w->t == 0) {
 		uint64_t t0 = rdps_now_ns();
 
@@ -532,7 +599,10 @@ static int evaluate(struct worker *w, const struct rdps_triples *split, const ch
 		rr = malloc((n ? n : 1) * j->rel_dim * 4);
 		cand = malloc((size_t)EVAL_CHUNK_ROWS * j->ent_dim * 4);
 		buf = malloc(EVAL_CHUNK_ROWS * sizeof(uint64_t));
-		if (!share || !h || !r || !t || !hr || !tr || !rr || !cand || !buf) {
+		if (per_rel)
+			side = malloc((j->num_relations ? j->num_relations : 1) * sizeof(*side));
+		if (!share || !h || !r || !t || !hr || !tr || !rr || !cand || !buf ||
+		    (per_rel && !side)) {
 			ret = -ENOMEM;
 			goto reduce;
 		}
@@ -578,6 +648,10 @@ static int evaluate(struct worker *w, const struct rdps_triples *split, const ch
 			}
 			if (!ret)
 				rdps_eval_get_sums(ev, &sums);
+			if (!ret && per_rel &&
+			    (ret = relation_doubles(ev, j->num_relations, side, rv)))
+				job_fail(j, ret, "evaluation on %s: a relation id is not below %u",
+					 name, j->num_relations);
 		}
 		if (!ret)
 			rdps_info("trainer %u: ranked %llu %s triples in %.1f s", o->rank,
@@ -587,23 +661,40 @@ reduce:
 	if (ret)
 		job_fail(j, ret, "evaluation on %s: %s", name,
 			 ret == -ENOMEM ? "out of memory" : rdps_client_errmsg(w->c));
-	v[0] = sums.sum_rr;
-	v[1] = sums.sum_rank;
-	v[2] = (double)sums.hits1;
-	v[3] = (double)sums.hits3;
-	v[4] = (double)sums.hits10;
-	v[5] = (double)sums.count;
+	sums_to_doubles(&sums, v);
+	/* How many clients reduce per relation next: all of them or none, or
+	 * the collectives would not pair up. */
+	v[SUMS_DOUBLES] = per_rel;
 	if (!ret) {
-		ret = rdps_client_allreduce(w->c, v, 6);
+		ret = rdps_client_allreduce(w->c, v, SUMS_DOUBLES + 1);
 		if (ret)
 			job_fail(j, ret, "reducing %s metrics: %s", name, rdps_client_errmsg(w->c));
 	}
+	if (!ret && v[SUMS_DOUBLES] != 0 &&
+	    v[SUMS_DOUBLES] != (double)o->num_trainers * o->num_thread) {
+		ret = -EINVAL;
+		job_fail(j, ret, "--eval_per_relation was given to some trainers of the job and "
+			 "not to others (give it to all or none)");
+	}
 	if (!ret) {
-		sums = (struct rdps_eval_sums){ v[0], v[1], (uint64_t)v[2], (uint64_t)v[3],
-						(uint64_t)v[4], (uint64_t)v[5] };
+		sums_from_doubles(v, &sums);
 		rdps_eval_metrics_from_sums(&sums, m);
 	}
+	if (!ret && per_rel) {
+		ret = allreduce_long(w->c, rv, nrv);
+		if (ret)
+			job_fail(j, ret, "reducing %s metrics per relation: %s", name,
+				 rdps_client_errmsg(w->c));
+	}
+	if (!ret && per_rel && w->t == 0) {
+		for (uint32_t k = 0; k < j->num_relations; k++) {
+			sums_from_doubles(rv + (size_t)2 * k * SUMS_DOUBLES, &rel[k].tail);
+			sums_from_doubles(rv + ((size_t)2 * k + 1) * SUMS_DOUBLES, &rel[k].head);
+		}
+	}
 	rdps_eval_destroy(ev);
+	free(side);
+	free(rv);
 	free(share);
 	free(h);
 	free(r);
@@ -809,11 +900,11 @@ static void *worker_main(void *arg)
 			job_fail(j, ret, "building the evaluation filter: %s", rdps_strerror(ret));
 	}
 	if (!ret && o->valid) {
-		ret = evaluate(w, &j->valid, "valid", filter, &j->res->valid);
+		ret = evaluate(w, &j->valid, "valid", filter, &j->res->valid, j->res->valid_rel);
 		j->res->have_valid = !ret;
 	}
 	if (!ret && o->test) {
-		ret = evaluate(w, &j->test, "test", filter, &j->res->test);
+		ret = evaluate(w, &j->test, "test", filter, &j->res->test, j->res->test_rel);
 		j->res->have_test = !ret;
 	}
 	if (!ret && o->save_path && o->rank == 0 && w->t == 0)
@@ -904,6 +995,54 @@ static bool same_file(const char *dir_a, const char *dir_b, const char *name)
 	return same;
 }
 
+/* With eval_per_relation: the result's relation names (one block: the
+ * pointer array, then the strings) and its per-relation arrays. */
+static int alloc_relation_results(struct job *j, const struct rdps_dataset *ds, char *err,
+				  size_t errlen)
+{
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_train_result *res = j->res;
+	uint32_t n = j->num_relations;
+	size_t bytes = (size_t)n * sizeof(char *);
+	char *p;
+
+	for (uint32_t r = 0; r < n; r++)
+		bytes += strlen(rdps_dataset_relation_name(ds, r)) + 1;
+	res->relation_names = malloc(bytes ? bytes : 1);
+	if (o->test)
+		res->test_rel = calloc(n ? n : 1, sizeof(*res->test_rel));
+	if (o->valid)
+		res->valid_rel = calloc(n ? n : 1, sizeof(*res->valid_rel));
+	if (!res->relation_names || (o->test && !res->test_rel) || (o->valid && !res->valid_rel)) {
+		snprintf(err, errlen, "out of memory for the metrics of %u relations", n);
+		return -ENOMEM;
+	}
+	p = (char *)(res->relation_names + n);
+	for (uint32_t r = 0; r < n; r++) {
+		const char *name = rdps_dataset_relation_name(ds, r);
+		size_t len = strlen(name) + 1;
+
+		memcpy(p, name, len);
+		res->relation_names[r] = p;
+		p += len;
+	}
+	res->num_relations = n;
+	return 0;
+}
+
+void rdps_train_result_free(struct rdps_train_result *res)
+{
+	if (!res)
+		return;
+	free(res->relation_names);
+	free(res->test_rel);
+	free(res->valid_rel);
+	res->relation_names = NULL;
+	res->test_rel = NULL;
+	res->valid_rel = NULL;
+	res->num_relations = 0;
+}
+
 /* Loads triples: from the partition (relabeled) or the dataset. */
 static int load_data(struct job *j, char *err, size_t errlen)
 {
@@ -922,6 +1061,11 @@ static int load_data(struct job *j, char *err, size_t errlen)
 
 		snprintf(tmp, sizeof(tmp), "%s", o->data_dir);
 		snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", basename(tmp));
+	}
+	if (o->eval_per_relation && (o->test || o->valid)) {
+		ret = alloc_relation_results(j, ds, err, errlen);
+		if (ret)
+			goto out;
 	}
 	if (!o->partition_dir) {
 		ret = rdps_dataset_load(ds, RDPS_SPLIT_TRAIN, &j->all_train, err, errlen);
@@ -1185,5 +1329,7 @@ out:
 	free(j.new_to_old);
 	rdps_model_destroy(j.model);
 	pthread_mutex_destroy(&j.lock);
+	if (ret)
+		rdps_train_result_free(res);
 	return ret;
 }

@@ -13,8 +13,9 @@
  *
  * After training: filtered evaluation (each trainer ranks its share of the
  * test triples against every entity, pulled in chunks; the metric sums are
- * reduced with an allreduce), then trainer 0 saves the embeddings as .npy
- * in the original entities.dict / relations.dict order.
+ * reduced with an allreduce, on request those of every relation too, in
+ * pieces of RDPS_ALLREDUCE_MAX values), then trainer 0 saves the embeddings
+ * as .npy in the original entities.dict / relations.dict order.
  */
 #ifndef RDPS_TRAIN_H
 #define RDPS_TRAIN_H
@@ -51,6 +52,9 @@ struct rdps_train_opts {
 	bool sync_push;             /* flush after every push: deterministic runs */
 	bool test;                  /* evaluate on test */
 	bool valid;                 /* evaluate on valid */
+	bool eval_per_relation;     /* also the sums of each relation (see the
+				     * result); every trainer of the job must
+				     * set it, or none (checked: -EINVAL) */
 	bool shutdown_servers;      /* trainer 0 stops the servers at the end */
 	int timeout_ms;             /* bound on each wait (0: 60 s) */
 	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
@@ -63,6 +67,12 @@ struct rdps_train_opts {
 /* DGL-KE's defaults where it has one. */
 void rdps_train_opts_init(struct rdps_train_opts *o);
 
+/* The filtered metric sums of one relation's test triples, by side. */
+struct rdps_train_relation_sums {
+	struct rdps_eval_sums tail;     /* queries (h, r, ?); count = its triples */
+	struct rdps_eval_sums head;     /* queries (?, r, t) */
+};
+
 struct rdps_train_result {
 	uint64_t steps_done;            /* steps of thread 0 in this run */
 	double train_seconds;
@@ -71,13 +81,27 @@ struct rdps_train_result {
 	bool have_test, have_valid;
 	struct rdps_eval_metrics test;  /* reduced over all trainers */
 	struct rdps_eval_metrics valid;
+	/* With o->eval_per_relation and test or valid (else 0 / NULL): entry
+	 * r of test_rel / valid_rel (when have_test / have_valid) holds the
+	 * sums of relation id r (relations.dict ids; partitions keep them),
+	 * reduced over all trainers like the overall metrics; relation_names[r]
+	 * is its name. Owned by the result: rdps_train_result_free(). */
+	uint32_t num_relations;
+	char **relation_names;
+	struct rdps_train_relation_sums *test_rel;
+	struct rdps_train_relation_sums *valid_rel;
 };
 
 /* Runs the job for this trainer. Returns 0, or -errno with a reason in err
  * (bad options, a table not matching the model, a partition of another
- * dataset, a server that failed). */
+ * dataset, a server that failed). *res is overwritten (free what a previous
+ * run left in it first); after an error it holds nothing to free. */
 int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *res,
 		   char *err, size_t errlen);
+
+/* Frees the per-relation arrays of a result and zeroes them; a result
+ * without them (or NULL) is fine. */
+void rdps_train_result_free(struct rdps_train_result *res);
 
 #ifdef __cplusplus
 }

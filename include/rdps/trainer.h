@@ -307,6 +307,22 @@ struct rdps_eval_metrics {
 
 /* Ranks from the current counts (call after all candidates were added). */
 void rdps_eval_get_sums(const struct rdps_eval *ev, struct rdps_eval_sums *s);
+
+/* The sums of rdps_eval_get_sums() broken down by relation: s[r], for every
+ * r < num_relations, gets the sums of the queries whose test triple has
+ * relation id r, restricted to the sides in the mask `sides` (enum
+ * rdps_eval_side; 0 means both; a side the evaluator does not rank adds
+ * nothing). Relations without queries get zero sums. The ranks are those of
+ * get_sums (current counts, so after add_counts() too), hence over all
+ * relations and sides the integer fields add up exactly to get_sums()' and
+ * sum_rr / sum_rank up to rounding (order of summation). Like get_sums, these sums reduce across
+ * processes that rank disjoint test triples: add them per relation.
+ * Allocates nothing; one pass over the queries (ask once per side mask, not
+ * once per relation). 0, or -EINVAL (NULL ev; NULL s with num_relations > 0;
+ * bits beyond RDPS_EVAL_BOTH; a test relation id >= num_relations), in
+ * which case s is untouched. */
+int rdps_eval_get_relation_sums(const struct rdps_eval *ev, unsigned sides,
+				uint32_t num_relations, struct rdps_eval_sums *s);
 void rdps_eval_sums_add(struct rdps_eval_sums *dst,
 			const struct rdps_eval_sums *src);
 void rdps_eval_metrics_from_sums(const struct rdps_eval_sums *s,

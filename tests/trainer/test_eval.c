@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Filtered ranking: a tiny graph whose ranks are computed by hand (filter,
- * ties, raw ranking), chunked candidates == one chunk, reduction of partial
- * states == the whole, threads == one thread, the true entity scored
- * exactly like a candidate, a brute-force check on random data, the triple
- * set, and DGL-KE style output.
+ * ties, raw ranking, per relation), chunked candidates == one chunk,
+ * reduction of partial states == the whole, threads == one thread, the true
+ * entity scored exactly like a candidate, a brute-force check on random data
+ * (relations add up to the whole), the triple set, and DGL-KE style output.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -167,6 +167,129 @@ Test(eval, tiny_graph_in_chunks_and_reduced)
 	rdps_model_destroy(m);
 }
 
+/*
+ * Per relation on the tiny graph (filtered, pessimistic): relation 0 has T1,
+ * tail rank 3 and head rank 5; relation 1 has T2, tail rank 2 and head rank
+ * 5. Optimistic: T1's tail rank becomes 2 (entity 5's tie counts for it).
+ */
+static void check_sums(const struct rdps_eval_sums *s, double rr, double rank,
+		       uint64_t h1, uint64_t h3, uint64_t h10, uint64_t count,
+		       const char *what)
+{
+	cr_assert_float_eq(s->sum_rr, rr, 1e-12, "%s: sum_rr %.17g, want %.17g", what,
+			   s->sum_rr, rr);
+	cr_assert_float_eq(s->sum_rank, rank, 1e-12, "%s: sum_rank %g, want %g", what,
+			   s->sum_rank, rank);
+	cr_assert(s->hits1 == h1 && s->hits3 == h3 && s->hits10 == h10 && s->count == count,
+		  "%s: hits %llu/%llu/%llu count %llu, want %llu/%llu/%llu %llu", what,
+		  (unsigned long long)s->hits1, (unsigned long long)s->hits3,
+		  (unsigned long long)s->hits10, (unsigned long long)s->count,
+		  (unsigned long long)h1, (unsigned long long)h3, (unsigned long long)h10,
+		  (unsigned long long)count);
+}
+
+Test(eval, tiny_graph_per_relation)
+{
+	struct rdps_model *m = make_model("DistMult", 1, 1.0f);
+	struct rdps_eval *ev = tiny_eval(m, true, RDPS_EVAL_TIES_PESSIMISTIC, 1);
+	struct rdps_eval_sums s[3], tail[3], head[3], all, sum = { 0 };
+	struct rdps_eval_metrics x;
+
+	cr_assert_eq(rdps_eval_add_candidates(ev, 0, tiny_ent, 6), 0);
+	/* relation 2 has no test triple: zero sums */
+	cr_assert_eq(rdps_eval_get_relation_sums(ev, 0, 3, s), 0);
+	check_sums(&s[0], 1.0 / 3 + 0.2, 8, 0, 1, 2, 2, "r0");
+	check_sums(&s[1], 0.5 + 0.2, 7, 0, 1, 2, 2, "r1");
+	check_sums(&s[2], 0, 0, 0, 0, 0, 0, "r2");
+	rdps_eval_metrics_from_sums(&s[0], &x);
+	cr_assert_float_eq(x.mrr, (1.0 / 3 + 0.2) / 2, 1e-12);
+	cr_assert_float_eq(x.mr, 4.0, 1e-12);
+	cr_assert_float_eq(x.hits3, 0.5, 1e-12);
+	rdps_eval_metrics_from_sums(&s[1], &x);
+	cr_assert_float_eq(x.mrr, 0.35, 1e-12);
+	cr_assert_float_eq(x.mr, 3.5, 1e-12);
+	/* one side at a time */
+	cr_assert_eq(rdps_eval_get_relation_sums(ev, RDPS_EVAL_TAIL, 3, tail), 0);
+	cr_assert_eq(rdps_eval_get_relation_sums(ev, RDPS_EVAL_HEAD, 3, head), 0);
+	check_sums(&tail[0], 1.0 / 3, 3, 0, 1, 1, 1, "r0 tail");
+	check_sums(&head[0], 0.2, 5, 0, 0, 1, 1, "r0 head");
+	check_sums(&tail[1], 0.5, 2, 0, 1, 1, 1, "r1 tail");
+	check_sums(&head[1], 0.2, 5, 0, 0, 1, 1, "r1 head");
+	/* the relations (and sides) add up to the overall sums */
+	rdps_eval_get_sums(ev, &all);
+	for (int r = 0; r < 3; r++) {
+		struct rdps_eval_sums both = tail[r];
+
+		rdps_eval_sums_add(&both, &head[r]);
+		check_sums(&both, s[r].sum_rr, s[r].sum_rank, s[r].hits1, s[r].hits3,
+			   s[r].hits10, s[r].count, "tail + head");
+		rdps_eval_sums_add(&sum, &s[r]);
+	}
+	check_sums(&sum, all.sum_rr, all.sum_rank, all.hits1, all.hits3, all.hits10, all.count,
+		   "sum of relations");
+	cr_assert_eq(sum.count, 4);
+	/* bad arguments leave s untouched */
+	s[0].count = 77;
+	cr_assert_eq(rdps_eval_get_relation_sums(ev, 0, 1, s), -EINVAL, "relation 1 >= 1");
+	cr_assert_eq(rdps_eval_get_relation_sums(ev, 4, 3, s), -EINVAL);
+	cr_assert_eq(rdps_eval_get_relation_sums(ev, 0, 3, NULL), -EINVAL);
+	cr_assert_eq(rdps_eval_get_relation_sums(NULL, 0, 3, s), -EINVAL);
+	cr_assert_eq(s[0].count, 77);
+	rdps_eval_destroy(ev);
+
+	/* the tie policy applies as in get_sums */
+	ev = tiny_eval(m, true, RDPS_EVAL_TIES_OPTIMISTIC, 1);
+	cr_assert_eq(rdps_eval_add_candidates(ev, 0, tiny_ent, 6), 0);
+	cr_assert_eq(rdps_eval_get_relation_sums(ev, RDPS_EVAL_TAIL, 2, tail), 0);
+	check_sums(&tail[0], 0.5, 2, 0, 1, 1, 1, "optimistic r0 tail");
+	check_sums(&tail[1], 0.5, 2, 0, 1, 1, 1, "optimistic r1 tail");
+	rdps_eval_destroy(ev);
+	rdps_model_destroy(m);
+}
+
+/* Counts reduced from another process (add_counts) give the same
+ * per-relation sums; an evaluator of one side has none on the other. */
+Test(eval, tiny_graph_per_relation_after_add_counts)
+{
+	struct rdps_model *m = make_model("DistMult", 1, 1.0f);
+	struct rdps_eval *a = tiny_eval(m, true, RDPS_EVAL_TIES_PESSIMISTIC, 1);
+	struct rdps_eval *b = tiny_eval(m, true, RDPS_EVAL_TIES_PESSIMISTIC, 1);
+	struct rdps_eval_sums s[2];
+	struct rdps_triple_set *f;
+	struct rdps_eval *tail_only;
+	uint32_t gt[4], eq[4];
+
+	/* a ranks ids 0..2, b ids 3..5; a gets b's counts */
+	cr_assert_eq(rdps_eval_add_candidates(a, 0, tiny_ent, 3), 0);
+	cr_assert_eq(rdps_eval_add_candidates(b, 3, tiny_ent + 3, 3), 0);
+	cr_assert_eq(rdps_eval_get_relation_sums(a, 0, 2, s), 0);
+	cr_assert_eq(s[0].hits1, 1, "before the reduction T1's tail query ranks first");
+	rdps_eval_get_counts(b, gt, eq);
+	cr_assert_eq(rdps_eval_add_counts(a, gt, eq), 0);
+	cr_assert_eq(rdps_eval_get_relation_sums(a, 0, 2, s), 0);
+	check_sums(&s[0], 1.0 / 3 + 0.2, 8, 0, 1, 2, 2, "reduced r0");
+	check_sums(&s[1], 0.5 + 0.2, 7, 0, 1, 2, 2, "reduced r1");
+	rdps_eval_destroy(a);
+	rdps_eval_destroy(b);
+
+	cr_assert_eq(rdps_triple_set_create(&f, 4), 0);
+	cr_assert_eq(rdps_triple_set_add(f, tiny_train, 2), 2);
+	cr_assert_eq(rdps_triple_set_add(f, tiny_test, 2), 2);
+	struct rdps_eval_params p = { .model = m, .test = tiny_test, .n_test = 2, .filter = f,
+				      .n_entities = 6, .sides = RDPS_EVAL_TAIL };
+	cr_assert_eq(rdps_eval_create(&tail_only, &p), 0);
+	rdps_triple_set_destroy(f);
+	set_rows(tail_only, m, tiny_test, 2, tiny_ent, tiny_rel);
+	cr_assert_eq(rdps_eval_add_candidates(tail_only, 0, tiny_ent, 6), 0);
+	cr_assert_eq(rdps_eval_get_relation_sums(tail_only, 0, 2, s), 0);
+	check_sums(&s[0], 1.0 / 3, 3, 0, 1, 1, 1, "tail-only r0");
+	check_sums(&s[1], 0.5, 2, 0, 1, 1, 1, "tail-only r1");
+	cr_assert_eq(rdps_eval_get_relation_sums(tail_only, RDPS_EVAL_HEAD, 2, s), 0);
+	cr_assert(s[0].count == 0 && s[1].count == 0 && s[0].sum_rr == 0);
+	rdps_eval_destroy(tail_only);
+	rdps_model_destroy(m);
+}
+
 Test(eval, dglke_output)
 {
 	struct rdps_eval_metrics x = { .mrr = 0.30833333333333335, .mr = 3.75,
@@ -292,6 +415,29 @@ static void random_check(const char *name, uint32_t dim)
 	cr_assert_eq(s0.hits10, sall.hits10);
 	cr_assert_float_eq(mx.mrr, my.mrr, 1e-12);
 	cr_assert_float_eq(mx.mr, my.mr, 1e-12);
+
+	/* (3') per relation: the relations add up to the whole, and the split
+	 * tests' per-relation sums add up to those of all tests */
+	struct rdps_eval_sums rs[NREL], rel_half[2][NREL], acc = { 0 };
+	cr_assert_eq(rdps_eval_get_relation_sums(one, 0, NREL, rs), 0);
+	for (int hh = 0; hh < 2; hh++)
+		cr_assert_eq(rdps_eval_get_relation_sums(half[hh], RDPS_EVAL_BOTH, NREL,
+							 rel_half[hh]), 0);
+	for (int k = 0; k < NREL; k++) {
+		rdps_eval_sums_add(&acc, &rs[k]);
+		rdps_eval_sums_add(&rel_half[0][k], &rel_half[1][k]);
+		cr_assert(rel_half[0][k].count == rs[k].count &&
+			  rel_half[0][k].hits1 == rs[k].hits1 &&
+			  rel_half[0][k].hits3 == rs[k].hits3 &&
+			  rel_half[0][k].hits10 == rs[k].hits10, "%s r%d: halves differ", name, k);
+		cr_assert_float_eq(rel_half[0][k].sum_rr, rs[k].sum_rr, 1e-9);
+		cr_assert_float_eq(rel_half[0][k].sum_rank, rs[k].sum_rank, 1e-9);
+	}
+	cr_assert(acc.count == sall.count && acc.hits1 == sall.hits1 &&
+		  acc.hits3 == sall.hits3 && acc.hits10 == sall.hits10,
+		  "%s: relations do not add up", name);
+	cr_assert_float_eq(acc.sum_rr, sall.sum_rr, 1e-9);
+	cr_assert_float_eq(acc.sum_rank, sall.sum_rank, 1e-9);
 
 	for (int q = 0; q < 2 * NT; q++) {
 		const struct rdps_triple *x = &test[q % NT];

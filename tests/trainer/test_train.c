@@ -2,9 +2,11 @@
 // needs-rdps-tool
 /*
  * The training job: it learns (MRR far above an untrained model), the
- * distributed job over TCP matches standalone, and bad input gives clear
- * errors (unknown model, hidden_dim not matching the servers' tables, a
- * partition of another dataset).
+ * distributed job over TCP matches standalone, the per-relation sums cover
+ * every test triple (standalone and reduced over trainers), and bad input
+ * gives clear errors (unknown model, hidden_dim not matching the servers'
+ * tables, a partition of another dataset, --eval_per_relation on some
+ * trainers only).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -92,6 +94,43 @@ static void small_opts(struct rdps_train_opts *o, const char *data)
 
 TestSuite(train, .init = setup, .fini = teardown, .timeout = 180);
 
+/* The per-relation test sums of r (WordNet: 18 relations) cover every one
+ * of the n test triples once per side and add up to the overall metrics. */
+static void check_relations(const struct rdps_train_result *r, const char *data, uint64_t n)
+{
+	struct rdps_eval_sums all = { 0 };
+	struct rdps_eval_metrics m;
+	struct rdps_dataset *ds;
+	uint64_t tails = 0, heads = 0;
+	char err[512];
+
+	cr_assert_not_null(r->test_rel);
+	cr_assert_null(r->valid_rel, "valid was not evaluated");
+	cr_assert_eq(r->num_relations, 18);
+	cr_assert_eq(rdps_dataset_open(data, &ds, err, sizeof(err)), 0, "%s", err);
+	for (uint32_t k = 0; k < r->num_relations; k++) {
+		const struct rdps_train_relation_sums *s = &r->test_rel[k];
+
+		cr_assert_str_eq(r->relation_names[k], rdps_dataset_relation_name(ds, k));
+
+		cr_assert_eq(s->tail.count, s->head.count, "relation %u: one query per side", k);
+		cr_assert_leq(s->tail.hits1, s->tail.hits3);
+		cr_assert_leq(s->head.hits3, s->head.hits10);
+		tails += s->tail.count;
+		heads += s->head.count;
+		rdps_eval_sums_add(&all, &s->tail);
+		rdps_eval_sums_add(&all, &s->head);
+	}
+	rdps_dataset_close(ds);
+	cr_assert(tails == n && heads == n, "per-relation counts %llu + %llu, %llu test triples",
+		  (unsigned long long)tails, (unsigned long long)heads, (unsigned long long)n);
+	rdps_eval_metrics_from_sums(&all, &m);
+	cr_assert_eq(m.count, r->test.count);
+	cr_assert_float_eq(m.mrr, r->test.mrr, 1e-9);
+	cr_assert_float_eq(m.mr, r->test.mr, 1e-9);
+	cr_assert_float_eq(m.hits10, r->test.hits10, 1e-12);
+}
+
 Test(train, standalone_learns)
 {
 	struct rdps_train_opts o;
@@ -104,13 +143,18 @@ Test(train, standalone_learns)
 	o.batch_size = 1024;
 	o.max_step = 500;
 	o.num_thread = 2;
+	o.eval_per_relation = true;
 	cr_assert_eq(rdps_train_run(&o, &after, err, sizeof(err)), 0, "%s", err);
 	cr_assert(before.have_test && after.have_test);
+	cr_assert_null(before.test_rel, "no per-relation sums unless asked");
 	cr_assert_eq(after.test.count, 10000, "5000 test triples x 2 sides");
 	cr_log_info("MRR untrained %.4f, trained %.4f (Hits@10 %.3f)", before.test.mrr,
 		    after.test.mrr, after.test.hits10);
 	cr_assert_gt(after.test.mrr, before.test.mrr + 0.05, "training did not learn: %.4f -> %.4f",
 		     before.test.mrr, after.test.mrr);
+	check_relations(&after, data, 5000);
+	rdps_train_result_free(&after);
+	cr_assert_null(after.test_rel);
 	free(data);
 }
 
@@ -218,6 +262,8 @@ Test(train, distributed_matches_standalone)
 	o.batch_size = 1024;
 	o.max_step = 500;
 	o.num_thread = 2;
+	/* 18 relations x 12 values: the per-relation reduce takes 4 rounds */
+	o.eval_per_relation = true;
 	cr_assert_eq(rdps_train_run(&o, &alone, err, sizeof(err)), 0, "%s", err);
 
 	po.data_dir = data;
@@ -255,8 +301,53 @@ Test(train, distributed_matches_standalone)
 	cr_assert_eq(dist.test.count, 10000, "the reduced metrics cover every test triple");
 	cr_assert_lt(fabs(dist.test.mrr - alone.test.mrr), 0.02, "standalone %.4f, distributed %.4f",
 		     alone.test.mrr, dist.test.mrr);
+	/* each trainer ranked half the tests: the reduced sums have them all */
+	check_relations(&dist, data, 5000);
+	for (uint32_t k = 0; k < dist.num_relations; k++)
+		cr_assert_eq(dist.test_rel[k].tail.count, alone.test_rel[k].tail.count,
+			     "relation %u", k);
+	rdps_train_result_free(&alone);
+	rdps_train_result_free(&dist);
 	free(data);
 	free(pdir);
+	free(ipc);
+}
+
+Test(train, eval_per_relation_on_some_trainers_only_is_refused)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], *data = path("kg"), *log = path("server-perrel.log");
+	int port, st;
+	char *ipc = write_ipc(1, &port);
+	char *extra[] = { "--table", "entity:1000:100", "--table", "relation:12:100", NULL };
+	pid_t srv = start_server(ipc, 0, extra, log), t1;
+
+	small_opts(&o, data);
+	o.standalone = false;
+	o.ip_config = ipc;
+	o.transport = "tcp";
+	o.num_trainers = 2;
+	o.max_step = 10;
+	t1 = fork();
+	if (t1 == 0) {
+		struct rdps_train_result r1;
+		char e1[1024];
+
+		o.rank = 1;
+		_exit(rdps_train_run(&o, &r1, e1, sizeof(e1)) == -EINVAL &&
+			      strstr(e1, "--eval_per_relation") ? 0 : 1);
+	}
+	o.eval_per_relation = true;
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), -EINVAL, "%s", err);
+	cr_assert(strstr(err, "--eval_per_relation was given to some trainers"), "%s", err);
+	cr_assert_null(r.test_rel, "a failed run leaves nothing to free");
+	cr_assert_eq(rdps_test_wait(t1, 60000, &st), 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "trainer 1 did not fail the same way");
+	kill(srv, SIGTERM);
+	rdps_test_wait(srv, 10000, &st);
+	free(data);
+	free(log);
 	free(ipc);
 }
 
