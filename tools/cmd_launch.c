@@ -284,8 +284,12 @@ static void emit(struct launch *L, struct proc *p, const char *line, size_t n)
 		rdps_dbg("launch: writing the log of %s: %s", p->name, strerror(errno));
 	if (L->quiet)
 		return;
-	/* One write per line: lines of different processes do not mix. */
+	/* One write per line: lines of different processes do not mix. A line
+	 * that already names its process (the trainer's progress lines) keeps
+	 * its own prefix. */
 	k = snprintf(out, sizeof(out), "[%s] ", p->name);
+	if (n >= (size_t)k && !memcmp(line, out, (size_t)k))
+		k = 0;
 	memcpy(out + k, line, n);
 	out[(size_t)k + n] = '\n';
 	if (write(STDOUT_FILENO, out, (size_t)k + n + 1) < 0)

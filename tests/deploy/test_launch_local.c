@@ -153,8 +153,8 @@ Test(launch_local, sigkill_of_a_trainer_stops_the_job)
 
 	cr_assert_gt(launcher, 0);
 	/* Mid-run: both trainers have logged progress. */
-	free(wait_log(log, "[trainer 1] [trainer 1] step", 60000));
-	text = wait_log(log, "[trainer 0] [trainer 0] step", 30000);
+	free(wait_log(log, "\n[trainer 1] step", 60000));
+	text = wait_log(log, "\n[trainer 0] step", 30000);
 	job_pids(text, pids);
 	free(text);
 	cr_assert_eq(kill(pids[3], SIGKILL), 0);
@@ -181,7 +181,7 @@ Test(launch_local, sigint_stops_the_job)
 	int st;
 
 	cr_assert_gt(launcher, 0);
-	text = wait_log(log, "[trainer 1] [trainer 1] step", 60000);
+	text = wait_log(log, "\n[trainer 1] step", 60000);
 	job_pids(text, pids);
 	free(text);
 	cr_assert_eq(kill(launcher, SIGINT), 0);
