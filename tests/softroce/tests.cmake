@@ -32,3 +32,15 @@ set_tests_properties(softroce/verbs PROPERTIES
   SKIP_RETURN_CODE 77
   PROCESSORS 2
   ENVIRONMENT "RDPS_SOFTROCE_CACHE=${CMAKE_BINARY_DIR}/softroce-cache")
+
+# One job over two hosts: each guest runs its machine with rdps launch
+# --backend local --machine M over verbs; MRR compared with a host launch.
+add_test(NAME softroce/launch
+  COMMAND bash ${RDPS_SOFTROCE_DIR}/launch.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/softroce/launch
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+set_tests_properties(softroce/launch PROPERTIES
+  LABELS "softroce;deploy"
+  TIMEOUT 900
+  SKIP_RETURN_CODE 77
+  PROCESSORS 2
+  ENVIRONMENT "RDPS_SOFTROCE_CACHE=${CMAKE_BINARY_DIR}/softroce-cache")
