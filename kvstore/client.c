@@ -104,6 +104,36 @@ static int check_tables(struct rdps_client *c, char *err, size_t errlen)
 	return 0;
 }
 
+static bool conn_lost(int ret);
+
+/*
+ * The first connection to a server. With reconnect_ms, a server that drops
+ * the connection mid-handshake or refuses the RDMA connection (it is being
+ * killed or restarted: the listener is gone for a moment) is retried with
+ * backoff for up to reconnect_ms, as a lost connection would be; a refusal
+ * that is an answer (authentication, a wrong server id) is not retried.
+ */
+static int connect_first(struct rdps_client *c, const struct rdps_conn_params *cp,
+			 struct rdps_conn **out, char *err, size_t errlen)
+{
+	uint64_t deadline = rdps_now_ns() + (uint64_t)c->reconnect_ms * 1000000ull;
+	useconds_t backoff = 50000;
+	bool warned = false;
+	int ret;
+
+	for (;;) {
+		ret = c->ops->connect(cp, out, err, errlen);
+		if (!ret || !c->reconnect_ms || !conn_lost(ret) || rdps_now_ns() >= deadline)
+			return ret;
+		if (!warned)
+			rdps_warn("%s; retrying for up to %d s", err, c->reconnect_ms / 1000);
+		warned = true;
+		usleep(backoff);
+		if (backoff < 2000000)
+			backoff *= 2;
+	}
+}
+
 int rdps_client_create(const struct rdps_client_params *p,
 		       struct rdps_client **out, char *err, size_t errlen)
 {
@@ -174,7 +204,7 @@ int rdps_client_create(const struct rdps_client_params *p,
 			c->cp = cp;
 			c->cp.host = NULL; /* per server, from eps */
 		}
-		ret = c->ops->connect(&cp, &c->conns[s], err, errlen);
+		ret = connect_first(c, &cp, &c->conns[s], err, errlen);
 		if (ret)
 			goto err_destroy;
 	}

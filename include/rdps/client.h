@@ -21,7 +21,9 @@
  * With reconnect_ms, a lost server (died, restarted from its checkpoint)
  * is reconnected with backoff: a pull is then retried (it is idempotent);
  * a push or flush returns -ECONNRESET once, saying that pushes the server
- * had not acknowledged were lost, and the client goes on.
+ * had not acknowledged were lost, and the client goes on. The first
+ * connection is retried the same way when a server drops it mid-handshake
+ * or refuses the RDMA connection (it is being restarted).
  */
 #ifndef RDPS_CLIENT_H
 #define RDPS_CLIENT_H

@@ -21,7 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,6 +225,19 @@ Test(faults, kill_and_restart_a_server_under_load, .timeout = 240)
 		}
 	}
 
+	/* Every client connected and pushing (under TCG the 9 verbs
+	 * connections take over a second), then load for a while. */
+	{
+		uint64_t deadline = rdps_now_ns() + 30000000000ull;
+
+		for (int k = 0; k < NCLIENTS; k++)
+			while (!atomic_load(&sh->ops[k])) {
+				cr_assert(!sh->error[k][0], "client %d failed: %s", k, sh->error[k]);
+				cr_assert_lt(rdps_now_ns(), deadline,
+					     "client %d did not start within 30 s", k);
+				usleep(2000);
+			}
+	}
 	/* Checkpoint under load: everything acknowledged before it is in it. */
 	usleep(700000);
 	sum_acked(s1);
@@ -315,6 +331,91 @@ Test(faults, kill_and_restart_a_server_under_load, .timeout = 240)
 	cr_assert_eq(lost, 0, "%llu acknowledged, checkpointed updates lost",
 		     (unsigned long long)lost);
 	cr_assert_gt(checked, 100, "too little load to mean anything");
+	rdps_ipconfig_free(&ipc);
+	rdps_test_rmtree(dir);
+	free(ckdir);
+	free(dir);
+}
+
+/* A listener on port that accepts and at once closes every connection (a
+ * server dying mid-handshake), for ms milliseconds. */
+static pid_t start_dropper(int port, int ms)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+		uint64_t end = rdps_now_ns() + (uint64_t)ms * 1000000ull;
+		int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		inet_pton(AF_INET, ipc.servers[0].host, &a.sin_addr);
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64))
+			_exit(1);
+		while (rdps_now_ns() < end) {
+			int c = accept(fd, NULL, NULL);
+
+			if (c >= 0)
+				close(c);
+			else
+				usleep(1000);
+		}
+		_exit(0);
+	}
+	cr_assert_eq(rdps_test_wait_port(ipc.servers[0].host, port, 10000), 0, "no dropper");
+	return pid;
+}
+
+/* The first connection: a server that drops it mid-handshake (being
+ * restarted) is retried within reconnect_ms; without reconnect_ms it is an
+ * error at once, naming the handshake. */
+Test(faults, first_connection_retries_a_server_restarting, .timeout = 120)
+{
+	const char *tenv = getenv("RDPS_TEST_TRANSPORTS"), *henv = getenv("RDPS_TEST_HOST");
+	struct rdps_client_params p = { .transport = transport, .num_clients = 1,
+					.timeout_ms = 10000, .quiet = true };
+	struct rdps_client *c = NULL;
+	int port = rdps_test_free_ports(1), st, ret;
+	char text[64], err[640];
+	uint64_t t0;
+	pid_t dropper, client, server;
+
+	if (tenv && *tenv)
+		snprintf(transport, sizeof(transport), "%.*s", (int)strcspn(tenv, ","), tenv);
+	dir = rdps_test_tmpdir("faults-first");
+	cr_assert(asprintf(&ckdir, "%s/ckpt", dir) > 0);
+	snprintf(text, sizeof(text), "%s %d 1\n", henv && *henv ? henv : "127.0.0.1", port);
+	cr_assert_eq(rdps_ipconfig_parse("faults", text, &ipc, err, sizeof(err)), 0);
+	p.servers = &ipc;
+
+	/* No reconnect_ms: the dropped handshake is the error. */
+	dropper = start_dropper(port, 3000);
+	t0 = rdps_now_ns();
+	ret = rdps_client_create(&p, &c, err, sizeof(err));
+	cr_assert(ret == -ECONNRESET || ret == -EPIPE, "got %d: %s", ret, err);
+	cr_assert(strstr(err, "handshake"), "%s", err);
+	cr_assert_lt(rdps_now_ns() - t0, 2000000000ull, "not at once");
+	cr_assert_eq(rdps_test_wait(dropper, 10000, &st), 0);
+
+	/* With reconnect_ms: retried until the real server is up. */
+	dropper = start_dropper(port, 1500);
+	client = fork();
+	cr_assert_geq(client, 0);
+	if (client == 0) {
+		p.reconnect_ms = 30000;
+		if (rdps_client_create(&p, &c, err, sizeof(err))) {
+			fprintf(stderr, "client: %s\n", err);
+			_exit(1);
+		}
+		_exit(rdps_client_shutdown_servers(c) ? 2 : 0);
+	}
+	cr_assert_eq(rdps_test_wait(dropper, 10000, &st), 0);
+	server = start_server(0, false);
+	cr_assert_eq(rdps_test_wait(client, 40000, &st), 0, "the client hung");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the client failed (status 0x%x)", st);
+	cr_assert_eq(rdps_test_wait(server, 10000, &st), 0, "server not shut down");
 	rdps_ipconfig_free(&ipc);
 	rdps_test_rmtree(dir);
 	free(ckdir);

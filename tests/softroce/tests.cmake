@@ -21,14 +21,14 @@ set_tests_properties(softroce/smoke PROPERTIES
 # (not registered on its own: this host has no RDMA device).
 add_executable(softroce_guest_verbs ${RDPS_SOFTROCE_DIR}/guest_verbs.c)
 target_link_libraries(softroce_guest_verbs PRIVATE rdps_all rdps_test_support)
-add_dependencies(softroce_guest_verbs rdps integration_test_cluster)
+add_dependencies(softroce_guest_verbs rdps integration_test_cluster integration_test_faults)
 
 add_test(NAME softroce/verbs
   COMMAND bash ${RDPS_SOFTROCE_DIR}/verbs.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/softroce/verbs
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(softroce/verbs PROPERTIES
   LABELS softroce
-  TIMEOUT 900
+  TIMEOUT 1200
   SKIP_RETURN_CODE 77
   PROCESSORS 2
   ENVIRONMENT "RDPS_SOFTROCE_CACHE=${CMAKE_BINARY_DIR}/softroce-cache")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ctest softroce/verbs: the verbs test suite on real soft-RoCE, in qemu guests.
 #   verbs.sh BUILD_DIR OUT_DIR
-# 1. One guest: the verbs-only suite (guest_verbs.c) and the integration
-#    suite over verbs, servers and clients on the guest's rxe address.
+# 1. One guest: the verbs-only suite (guest_verbs.c), the integration
+#    suite and the load-and-faults test over verbs, servers and clients on
+#    the guest's rxe address.
 # 2. Two guests as two hosts: 2 servers in guest a, the integration suite's
 #    3 clients in guest b (RDPS_TEST_REMOTE_PORT), over verbs.
 set -euo pipefail
@@ -21,6 +22,8 @@ echo "== verbs-only suite"
 tests/softroce_guest_verbs --jobs 1 --verbose
 echo "== integration suite over verbs (one host)"
 RDPS_TEST_TRANSPORTS=verbs tests/integration_test_cluster --jobs 1 --verbose
+echo "== load and faults over verbs: 8 clients, a server killed and restarted from its checkpoint"
+RDPS_TEST_TRANSPORTS=verbs tests/integration_test_faults --jobs 1 --verbose
 echo "== deterministic training: tcp and verbs give bit-identical embeddings"
 d=\$(mktemp -d)
 ./rdps dataset synth "\$d/kg" --entities 2000 --relations 16 --triples 20000 --communities 8 --seed 3 >/dev/null
@@ -39,8 +42,8 @@ cmp "\$d/out-tcp/kg_TransE_l2_entity.npy" "\$d/out-verbs/kg_TransE_l2_entity.npy
 cmp "\$d/out-tcp/kg_TransE_l2_relation.npy" "\$d/out-verbs/kg_TransE_l2_relation.npy"
 echo "deterministic: tcp and verbs embeddings are bit-identical (\$(stat -c %s "\$d/out-tcp/kg_TransE_l2_entity.npy") bytes)"
 SCRIPT
-bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 420 || rc=1
-grep -hE "Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ" "$OUT/single/a.log" || true
+bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 600 || rc=1
+grep -hE "Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ|faults test" "$OUT/single/a.log" || true
 
 # Must match the arguments test_cluster.c gives its own servers.
 PORT=$((30000 + RANDOM % 20000))
