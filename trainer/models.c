@@ -313,8 +313,32 @@ RDPS_AI void vabs(v8f *x)
 	*x = (v8f)bits;
 }
 
-/* 1/sqrt(x) for x >= 0: the SSE estimate (rsqrtps, 12 bits, on each half:
- * SSE is baseline x86-64, so both clones may use it) refined by one Newton
+#if defined(__x86_64__)
+/* rsqrtps on 8 lanes in one AVX instruction. Called only when the CPU has
+ * AVX (rot_wide()); inlined where the caller is compiled for AVX. */
+__attribute__((target("avx"))) static inline void rsqrt_est8(const v8f *x, v8f *y)
+{
+	*y = __builtin_ia32_rsqrtps256(*x);
+}
+
+/* The rsqrtps estimate (12 bits) on each SSE half (SSE is baseline x86-64,
+ * so both clones may use it) or, with wide (a constant after inlining), on
+ * all 8 lanes at once: the same values. */
+RDPS_AI void rsqrt_est(int wide, const v8f *x, v8f *y)
+{
+	if (wide) {
+		rsqrt_est8(x, y);
+	} else {
+		v4f lo = __builtin_shufflevector(*x, *x, 0, 1, 2, 3);
+		v4f hi = __builtin_shufflevector(*x, *x, 4, 5, 6, 7);
+		lo = __builtin_ia32_rsqrtps(lo);
+		hi = __builtin_ia32_rsqrtps(hi);
+		*y = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+	}
+}
+#endif
+
+/* 1/sqrt(x) for x >= 0: the SSE estimate (rsqrt_est) refined by one Newton
  * step to about 22 bits. x is nudged by 1e-30 so that x == 0 gives a large
  * finite value: then x * rsqrt(x) ~ 1e-15 and d * rsqrt(x) == 0 for d == 0.
  * Other architectures use the bit-level estimate and three Newton steps. */
@@ -322,11 +346,7 @@ RDPS_AI void vrsqrt(const v8f *x, v8f *y)
 {
 	v8f xc = *x + 1e-30f, r;
 #if defined(__x86_64__)
-	v4f lo = __builtin_shufflevector(xc, xc, 0, 1, 2, 3);
-	v4f hi = __builtin_shufflevector(xc, xc, 4, 5, 6, 7);
-	lo = __builtin_ia32_rsqrtps(lo);
-	hi = __builtin_ia32_rsqrtps(hi);
-	r = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+	rsqrt_est(0, &xc, &r);
 	r = r * (1.5f - (xc * 0.5f) * r * r);
 #else
 	v8i i = 0x5f3759df - ((v8i)xc >> 1);
@@ -337,6 +357,21 @@ RDPS_AI void vrsqrt(const v8f *x, v8f *y)
 	r = r * (1.5f - hx * r * r);
 #endif
 	*y = r;
+}
+
+/* 2 vrsqrt(x), exactly (scaling by 2 commutes with rounding), one
+ * multiplication shorter: r (3 - (xc r) r) for r (1.5 - (0.5 xc) r r). */
+RDPS_AI void vrsqrt2_w(int wide, const v8f *x, v8f *y)
+{
+#if defined(__x86_64__)
+	v8f xc = *x + 1e-30f, r;
+	rsqrt_est(wide, &xc, &r);
+	*y = r * (3.0f - (xc * r) * r);
+#else
+	(void)wide;
+	vrsqrt(x, y);
+	*y = *y * 2.0f;
+#endif
 }
 
 /* Scalar counterpart for the tails (bit-level estimate, three Newton
@@ -835,6 +870,145 @@ RDPS_AI void gemm_acc(const float *const *X, const float *alpha, float *const *Y
 }
 
 /*
+ * RESCAL's products with a relation matrix M (n rows of n floats) for a
+ * group of g positives, all rows given by pointers. Each reads M (or its
+ * gradient) once, in the order the hardware prefetcher follows or with
+ * software prefetches of the next block of rows, since with many relations
+ * M comes from L3 or memory.
+ */
+
+/* Y_i[k..k+15] += sum_x W_i[a0 + x] M[a0 + x][k..k+15], x < mr, i < g. */
+RDPS_AI void axpy_strip(int mr, float *const *Y, const float *const *W,
+			uint32_t g, const float *const *M, uint32_t a0, uint32_t k)
+{
+	v8f m0[4], m1[4];
+
+	for (int x = 0; x < mr; x++) {
+		m0[x] = LD(M[a0 + x] + k);
+		m1[x] = LD(M[a0 + x] + k + 8);
+	}
+	for (uint32_t i = 0; i < g; i++) {
+		const float *w = W[i] + a0;
+		v8f y0 = LD(Y[i] + k), y1 = LD(Y[i] + k + 8);
+		for (int x = 0; x < mr; x++) {
+			y0 += w[x] * m0[x];
+			y1 += w[x] * m1[x];
+		}
+		ST(Y[i] + k, y0);
+		ST(Y[i] + k + 8, y1);
+	}
+}
+
+/* Y_i += sum_a W_i[a] M[a] for i < g. By strips of 16 columns, so that the
+ * g strips of Y stay in L1 while the strips of M's rows stream by, 4 rows in
+ * registers at a time; each Y_i[k] takes the terms in the order of a. */
+RDPS_AI void rows_axpy(float *const *Y, const float *const *W, uint32_t g,
+		       const float *const *M, uint32_t n)
+{
+	uint32_t n16 = n & ~15u, k;
+
+	for (k = 0; k < n16; k += 16) {
+		uint32_t a = 0;
+		for (; a + 4 <= n; a += 4)
+			axpy_strip(4, Y, W, g, M, a, k);
+		for (; a < n; a++)
+			axpy_strip(1, Y, W, g, M, a, k);
+	}
+	for (; k < n; k++)
+		for (uint32_t i = 0; i < g; i++) {
+			float y = Y[i][k];
+			for (uint32_t a = 0; a < n; a++)
+				y += W[i][a] * M[a][k];
+			Y[i][k] = y;
+		}
+}
+
+/* Y_i[a] += M[a] . V_i for a < n, i < g: pair_block on 4 rows of M and 2
+ * V_i at a time; the next 4 rows of M are prefetched along the way. */
+RDPS_AI void dot_rows_acc(float *const *Y, const float *const *M,
+			  const float *const *V, uint32_t g, uint32_t n)
+{
+	uint32_t lines = (n + 15) / 16, npf = (4 * lines + g / 2) / (g / 2 + 1) + 1;
+	float o[4][2];
+
+	for (uint32_t a0 = 0; a0 < n; a0 += 4) {
+		uint32_t i = 0, pl = 0, pn = a0 + 8 <= n ? 4 * lines : 0;
+		if (a0 + 4 > n) {
+			for (; a0 < n; a0++)
+				for (i = 0; i < g; i++) {
+					pair_block(FORM_DOT, 1, 1, M + a0, V + i, n, o);
+					Y[i][a0] += o[0][0];
+				}
+			break;
+		}
+		for (; i + 2 <= g; i += 2) {
+			for (uint32_t c = 0; c < npf && pl < pn; c++, pl++)
+				__builtin_prefetch(M[a0 + 4 + pl / lines] + (pl % lines) * 16);
+			pair_block(FORM_DOT, 4, 2, M + a0, V + i, n, o);
+			for (int x = 0; x < 4; x++) {
+				Y[i][a0 + x] += o[x][0];
+				Y[i + 1][a0 + x] += o[x][1];
+			}
+		}
+		if (i < g) {
+			pair_block(FORM_DOT, 4, 1, M + a0, V + i, n, o);
+			for (int x = 0; x < 4; x++)
+				Y[i][a0 + x] += o[x][0];
+		}
+	}
+}
+
+/* Y[x] += sum_i U_i[a0 + x] V_i for x < mr (as gemm_acc_rows: each Y row
+ * once per strip, the g terms summed in registers in the order of i), with
+ * the next 4 rows of Y prefetched for writing. */
+RDPS_AI void outer_rows_block(int mr, float *const *Y, const float *const *U,
+			      uint32_t a0, const float *const *V, uint32_t g,
+			      uint32_t n, float *const *Ynext)
+{
+	uint32_t n16 = n & ~15u, k = 0;
+
+	for (; k < n16; k += 16) {
+		v8f acc[4][2];
+		if (Ynext)
+			for (int x = 0; x < 4; x++)
+				__builtin_prefetch(Ynext[x] + k, 1);
+		for (int x = 0; x < mr; x++)
+			acc[x][0] = acc[x][1] = (v8f){ 0 };
+		for (uint32_t i = 0; i < g; i++) {
+			v8f v0 = LD(V[i] + k), v1 = LD(V[i] + k + 8);
+			for (int x = 0; x < mr; x++) {
+				float u = U[i][a0 + x];
+				acc[x][0] += u * v0;
+				acc[x][1] += u * v1;
+			}
+		}
+		for (int x = 0; x < mr; x++) {
+			ST(Y[x] + k, LD(Y[x] + k) + acc[x][0]);
+			ST(Y[x] + k + 8, LD(Y[x] + k + 8) + acc[x][1]);
+		}
+	}
+	for (; k < n; k++)
+		for (int x = 0; x < mr; x++) {
+			float acc = 0;
+			for (uint32_t i = 0; i < g; i++)
+				acc += U[i][a0 + x] * V[i][k];
+			Y[x][k] += acc;
+		}
+}
+
+/* Y[a] += sum_i U_i[a] V_i for a < n: the relation gradient's update. */
+RDPS_AI void outer_rows_acc(float *const *Y, const float *const *U,
+			    const float *const *V, uint32_t g, uint32_t n)
+{
+	uint32_t a = 0;
+	for (; a + 4 <= n; a += 4)
+		outer_rows_block(4, Y + a, U, a, V, g, n,
+				 a + 8 <= n ? Y + a + 4 : NULL);
+	for (; a < n; a++)
+		outer_rows_block(1, Y + a, U, a, V, g, n, NULL);
+}
+
+/*
  * Pairwise backward for L1 / ROT: for each query a and negative b with
  * coefficient g = G[a * ldg + b] = dL/ds_ab,
  *   GQ[a] += g * ds/dq,  grad[e_b] += g * ds/de = -g * ds/dq.
@@ -926,6 +1100,124 @@ RDPS_AI void pairwise_backward_rows(enum pair_form form, int mr,
 					GE[b][k] += dr * y;
 					GE[b][K + k] += di * y;
 				}
+	}
+}
+
+/*
+ * RotatE negatives with the moduli kept: the forward keeps y = 1/|q_k - e_k|
+ * (the refined rsqrt) of every (query, negative, component) of a block of
+ * mb queries in Y, and the backward reads it back instead of recomputing
+ * the differences' moduli (most of the pairwise backward's work). Y is laid
+ * out in the backward's reading order, [ceil(K/8)][N][mb][8] floats (1.3 MB
+ * for mb = 4, K = 400, N = 200). It holds 2 y (vrsqrt2_w, one multiplication
+ * less in the forward) and the backward takes g / 2: every score and
+ * gradient is that of pair_block and pairwise_backward_rows, bit for bit.
+ */
+
+/* Raw ROT sums of the mb queries q_a against one negative e (as pair_block),
+ * storing 2 y at Y + c * yk + a * 8 for component chunk c (the tail's lanes
+ * in the last). One negative at a time, so that each row of E is read once
+ * per block of queries (less L2 / L3 traffic than 2 x 2 blocks). */
+RDPS_AI void rot_fwd_block(int wide, int mb, const float *const *q,
+			   const float *e, uint32_t n, float *Y, size_t yk,
+			   float out[4])
+{
+	uint32_t K = n / 2, K8 = K & ~7u;
+	v8f acc[4];
+	float tail[4];
+
+	for (int a = 0; a < mb; a++) {
+		acc[a] = (v8f){ 0 };
+		tail[a] = 0;
+	}
+	for (uint32_t k = 0; k < K8; k += 8) {
+		float *y8 = Y + (size_t)(k / 8) * yk;
+		v8f er = LD(e + k), ei = LD(e + K + k);
+		for (int a = 0; a < mb; a++) {
+			v8f dr = LD(q[a] + k) - er, di = LD(q[a] + K + k) - ei, x, y;
+			x = dr * dr + di * di;
+			vrsqrt2_w(wide, &x, &y);
+			acc[a] += x * y;
+			ST(y8 + a * 8, y);
+		}
+	}
+	for (uint32_t k = K8; k < K; k++) {
+		float *y1 = Y + (size_t)(K8 / 8) * yk + (k - K8);
+		for (int a = 0; a < mb; a++) {
+			float dr = q[a][k] - e[k];
+			float di = q[a][K + k] - e[K + k];
+			float x = dr * dr + di * di, y = srsqrt(x);
+			tail[a] += x * y;
+			y1[a * 8] = 2.0f * y;
+		}
+	}
+	for (int a = 0; a < mb; a++)
+		out[a] = 0.5f * hsum8(&acc[a]) + tail[a];
+}
+
+/* S[a * lds + b] = raw ROT sum of (q_a, e_b) for a < mb (4 or 1, a
+ * compile-time constant), all ne negatives; fills Y. */
+RDPS_AI void rot_fwd_rows(int wide, int mb, const float *const *qp,
+			  const float *const *ep, uint32_t ne, uint32_t n, float *S,
+			  uint32_t lds, float *Y)
+{
+	size_t yb = (size_t)mb * 8;
+	float o[4];
+
+	for (uint32_t b = 0; b < ne; b++) {
+		rot_fwd_block(wide, mb, qp, ep[b], n, Y + b * yb, yb * ne, o);
+		for (int a = 0; a < mb; a++)
+			S[(size_t)a * lds + b] = o[a];
+	}
+}
+
+/* pairwise_backward_rows (FORM_ROT) for mb queries, y read from Y (stored
+ * by rot_fwd_rows: 2 y, with G holding g / 2). */
+RDPS_AI void rot_bwd_rows(int mb, const float *const *Q, float *const *GQ,
+			  const float *G, uint32_t ldg, const float *const *E,
+			  float *const *GE, uint32_t nb, uint32_t n, const float *Y)
+{
+	uint32_t K = n / 2, K8 = K & ~7u, k;
+	size_t yb = (size_t)mb * 8, yk_stride = yb * nb;
+
+	for (k = 0; k < K8; k += 8) {
+		const float *yk = Y + (size_t)(k / 8) * yk_stride;
+		v8f gr[4], gi[4];
+		for (int a = 0; a < mb; a++)
+			gr[a] = gi[a] = (v8f){ 0 };
+		for (uint32_t b = 0; b < nb; b++, yk += yb) {
+			v8f er = LD(E[b] + k), ei = LD(E[b] + K + k);
+			v8f ger = (v8f){ 0 }, gei = (v8f){ 0 };
+			for (int a = 0; a < mb; a++) {
+				float g = G[(size_t)a * ldg + b];
+				v8f dr = LD(Q[a] + k) - er, di = LD(Q[a] + K + k) - ei;
+				v8f y = LD(yk + a * 8) * g;
+				gr[a] -= dr * y;
+				gi[a] -= di * y;
+				ger += dr * y;
+				gei += di * y;
+			}
+			ST(GE[b] + k, LD(GE[b] + k) + ger);
+			ST(GE[b] + K + k, LD(GE[b] + K + k) + gei);
+		}
+		for (int a = 0; a < mb; a++) {
+			ST(GQ[a] + k, LD(GQ[a] + k) + gr[a]);
+			ST(GQ[a] + K + k, LD(GQ[a] + K + k) + gi[a]);
+		}
+	}
+	for (; k < K; k++) {
+		const float *yk = Y + (size_t)(K8 / 8) * yk_stride + (k - K8);
+		for (int a = 0; a < mb; a++)
+			for (uint32_t b = 0; b < nb; b++) {
+				float g = G[(size_t)a * ldg + b];
+				float dr = Q[a][k] - E[b][k];
+				float di = Q[a][K + k] - E[b][K + k];
+				float y = yk[b * yb + a * 8] * g;
+				GQ[a][k] -= dr * y;
+				GQ[a][K + k] -= di * y;
+				GE[b][k] += dr * y;
+				GE[b][K + k] += di * y;
+			}
 	}
 }
 
@@ -1028,8 +1320,17 @@ RDPS_AI float neg_row_loss(const struct rdps_model *m, float *s, float *wbuf,
 
 	if (m->p.adv) {
 		float temp = m->p.adv_temp, mx = -INFINITY, inv;
-		v8f zs = { 0 }, z;
-		for (j = 0; j < N; j++)
+		v8f zs = { 0 }, z, vm = zs - INFINITY;
+		/* max of s * temp in 8 lanes (a scalar running max can end up
+		 * in memory, a store-to-load chain): the same maximum, up to
+		 * the sign of a zero, which does not change s * temp - mx */
+		for (j = 0; j < N8; j += 8) {
+			v8f x = LD(s + j) * temp;
+			VSELECT(x > vm, &x, &vm, &vm);
+		}
+		for (int l = 0; l < 8; l++)
+			mx = vm[l] > mx ? vm[l] : mx;
+		for (; j < N; j++)
 			mx = s[j] * temp > mx ? s[j] * temp : mx;
 		for (j = 0; j < N8; j += 8) {
 			v8f x = LD(s + j) * temp - mx;
@@ -1144,8 +1445,8 @@ RDPS_AI double reg_row(const float *restrict x, float *restrict g, uint32_t n,
 #define SCRATCH_ALIGN 64
 
 struct step_scratch {
-	float *Q;           /* chunk x ent_dim: query vectors */
-	float *GQ;          /* chunk x ent_dim: dL/dq */
+	float *Q;           /* chunk (RESCAL: R) x ent_dim: query vectors */
+	float *GQ;          /* chunk (RESCAL: R) x ent_dim: dL/dq */
 	float *S;           /* chunk x N: scores, then dL/ds, then weights */
 	float *DIST;        /* chunk x N (L2): distances, 0 where clamped */
 	float *rowc;        /* chunk: L2 row coefficients */
@@ -1155,15 +1456,40 @@ struct step_scratch {
 	float *wbuf;        /* N: -adv weights of one row */
 	float *pos;         /* chunk: positive scores, then dL/dp */
 	float *cs;          /* n_rel_rows x 2 rel_dim (RotatE): cos, sin */
+	float *Y;           /* 4 x N x K (RotatE): 2 / moduli, see rot_fwd_rows */
 	const float **qp;   /* chunk: row pointers into Q */
 	float **gqp;        /* chunk: row pointers into GQ */
 	const float **ep;   /* N: negative rows */
 	float **gep;        /* N: negative gradient rows */
 	const float **xp;   /* chunk: positive rows (true entity) */
 	float **gxp;        /* chunk: their gradient rows */
+	/* RESCAL (see rescal_rows_max): R rows of Q and GQ, for the positives
+	 * of several chunks in relation order */
+	const float **qx;   /* R: query input rows (x of build_query) */
+	float **gqx;        /* R: their gradient rows */
+	float **qrow;       /* R: rows of Q */
+	float **gqrow;      /* R: rows of GQ */
+	uint32_t *ord;      /* R: positive (from the first) of each row */
+	uint32_t *rowof;    /* R: row of each positive */
+	uint64_t *rkey;     /* R: sort keys */
+	const float **mrow; /* ent_dim: rows of a relation matrix */
+	float **gmrow;      /* ent_dim: rows of its gradient */
 	uint32_t *ent_w;    /* n_ent_rows: regularization multiplicity */
 	uint32_t *rel_w;    /* n_rel_rows */
 };
+
+/*
+ * RESCAL processes the positives of several whole chunks together (see
+ * rescal_groups): at most max(C, T) of them, T = 2 MiB of query rows (at
+ * most 4096), so that a batch of 1024 at hidden_dim 400 is one group of
+ * chunks. Grows with C, as rdps_model_scratch_size() promises.
+ */
+static size_t rescal_rows_max(uint32_t C, uint32_t n)
+{
+	size_t T = ((size_t)1 << 19) / n;
+	T = T < 1 ? 1 : T > 4096 ? 4096 : T;
+	return C > T ? C : T;
+}
 
 /* Lays out (or, with base == NULL, measures) the scratch. */
 static size_t scratch_layout(const struct rdps_model *m, uint32_t C, uint32_t N,
@@ -1172,14 +1498,16 @@ static size_t scratch_layout(const struct rdps_model *m, uint32_t C, uint32_t N,
 {
 	size_t off = 0, n = m->ent_dim;
 	bool l2 = m->form == FORM_L2, reg = m->p.reg_coef > 0;
+	bool rescal = m->kind == RDPS_MODEL_RESCAL;
 #define CARVE(field, type, count)                                             \
 	do {                                                                  \
 		if (base)                                                     \
 			sc->field = (type *)(void *)(base + off);             \
 		off += RDPS_ALIGN_UP((size_t)(count) * sizeof(type), SCRATCH_ALIGN); \
 	} while (0)
-	CARVE(Q, float, (size_t)C * n);
-	CARVE(GQ, float, (size_t)C * n);
+	size_t R = rescal ? rescal_rows_max(C, m->ent_dim) : C;
+	CARVE(Q, float, R * n);
+	CARVE(GQ, float, R * n);
 	CARVE(S, float, (size_t)C * N);
 	CARVE(DIST, float, l2 ? (size_t)C * N : 0);
 	CARVE(rowc, float, C);
@@ -1189,12 +1517,22 @@ static size_t scratch_layout(const struct rdps_model *m, uint32_t C, uint32_t N,
 	CARVE(wbuf, float, N);
 	CARVE(pos, float, C);
 	CARVE(cs, float, m->kind == RDPS_MODEL_ROTATE ? (size_t)n_rel * 2 * m->rel_dim : 0);
+	CARVE(Y, float, m->form == FORM_ROT ? (size_t)4 * N * RDPS_ALIGN_UP(n / 2, 8) : 0);
 	CARVE(qp, const float *, C);
 	CARVE(gqp, float *, C);
 	CARVE(ep, const float *, N);
 	CARVE(gep, float *, N);
 	CARVE(xp, const float *, C);
 	CARVE(gxp, float *, C);
+	CARVE(qx, const float *, rescal ? R : 0);
+	CARVE(gqx, float *, rescal ? R : 0);
+	CARVE(qrow, float *, rescal ? R : 0);
+	CARVE(gqrow, float *, rescal ? R : 0);
+	CARVE(ord, uint32_t, rescal ? R : 0);
+	CARVE(rowof, uint32_t, rescal ? R : 0);
+	CARVE(rkey, uint64_t, rescal ? R : 0);
+	CARVE(mrow, const float *, rescal ? n : 0);
+	CARVE(gmrow, float *, rescal ? n : 0);
 	CARVE(ent_w, uint32_t, reg ? n_ent : 0);
 	CARVE(rel_w, uint32_t, reg ? n_rel : 0);
 #undef CARVE
@@ -1217,7 +1555,142 @@ struct step_args {
 	float *eg;
 	float *rg;
 	struct step_scratch *sc;
+	int rot_wide; /* RotatE forward: AVX rsqrt estimate (see rot_wide()) */
+	uint32_t s0;  /* RESCAL: first positive of the rows in Q, GQ */
 };
+
+/* RotatE: scores, loss rows and backward of the negatives of the mb queries
+ * from i (mb = 4, or 1: the blocks of the pairwise backward). */
+RDPS_AI void rot_neg_rows(const struct rdps_model *m, struct step_scratch *sc,
+			  int wide, int mb, uint32_t i, uint32_t N, float k,
+			  double *neg_sum)
+{
+	uint32_t n = m->ent_dim;
+	float *S = sc->S + (size_t)i * N, gamma = m->p.gamma;
+
+	rot_fwd_rows(wide, mb, sc->qp + i, sc->ep, N, n, S, N, sc->Y);
+	for (size_t x = 0; x < (size_t)mb * N; x++)
+		S[x] = gamma - S[x];
+	for (int a = 0; a < mb; a++)
+		*neg_sum += neg_row_loss(m, S + (size_t)a * N, sc->wbuf, N, k);
+	/* Y holds 2 y: (g / 2)(2 y) = g y exactly */
+	for (size_t x = 0; x < (size_t)mb * N; x++)
+		S[x] *= 0.5f;
+	rot_bwd_rows(mb, sc->qp + i, sc->gqp + i, S, N, sc->ep, sc->gep, N, n,
+		     sc->Y);
+}
+
+/* All negatives of a RotatE chunk of C queries, by blocks of 4 queries
+ * (then single ones, as the pairwise backward). */
+RDPS_KGE_CLONES
+static void rot_negatives(const struct rdps_model *m, struct step_scratch *sc,
+			  int wide, uint32_t C, uint32_t N, float k,
+			  double *neg_sum)
+{
+	uint32_t i = 0;
+
+	if (wide) {
+		for (; i + 4 <= C; i += 4)
+			rot_neg_rows(m, sc, 1, 4, i, N, k, neg_sum);
+		for (; i < C; i++)
+			rot_neg_rows(m, sc, 1, 1, i, N, k, neg_sum);
+	} else {
+		for (; i + 4 <= C; i += 4)
+			rot_neg_rows(m, sc, 0, 4, i, N, k, neg_sum);
+		for (; i < C; i++)
+			rot_neg_rows(m, sc, 0, 1, i, N, k, neg_sum);
+	}
+}
+
+/*
+ * RESCAL: the positives of several whole chunks (S from s0) take rows of Q
+ * and GQ in relation order, so that each relation's positives are a group of
+ * consecutive rows. Per group, the query build and its backward are matrix
+ * products that read the relation matrix M (n x n) once, in blocks of rows,
+ * instead of once per positive, and M's gradient takes one blocked update
+ * per group instead of a rank-1 update per positive. The chunks' negatives
+ * run in between (step_chunk). Ties in relation are kept in batch order:
+ * deterministic.
+ */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Queries (backward == 0) or their backward pass (1) of every group. This,
+ * rescal_begin and rot_negatives are not inlined into step_impl: inlined,
+ * they changed its register allocation and slowed the other models. */
+RDPS_KGE_CLONES
+static void rescal_groups(const struct step_args *A, uint32_t S, int hs,
+			   int backward)
+{
+	const struct rdps_model *m = A->m;
+	const uint32_t *rel = A->b->rel + A->s0;
+	struct step_scratch *sc = A->sc;
+	uint32_t n = m->ent_dim, j1;
+
+	for (uint32_t j0 = 0; j0 < S; j0 = j1) {
+		uint32_t r = rel[sc->ord[j0]], g;
+		const float *M = A->rel + (size_t)r * m->rel_dim;
+		float *GM = A->rg + (size_t)r * m->rel_dim;
+		const float *const *x = sc->qx + j0;
+		const float *const *gq = (const float *const *)(void *)(sc->gqrow + j0);
+		float *const *gx = sc->gqx + j0;
+
+		for (j1 = j0 + 1; j1 < S && rel[sc->ord[j1]] == r; j1++)
+			;
+		g = j1 - j0;
+		for (uint32_t a = 0; a < n; a++) {
+			sc->mrow[a] = M + (size_t)a * n;
+			sc->gmrow[a] = GM + (size_t)a * n;
+		}
+		if (!backward) {
+			float *const *q = sc->qrow + j0;
+			memset(sc->Q + (size_t)j0 * n, 0, (size_t)g * n * sizeof(float));
+			if (hs)
+				/* q = M t: q_i[a] = M[a] . t_i */
+				dot_rows_acc(q, sc->mrow, x, g, n);
+			else
+				/* q = M^T h: q_i = sum_a h_i[a] M[a] */
+				rows_axpy(q, x, g, sc->mrow, n);
+		} else if (hs) {
+			/* gt_i += sum_a gq_i[a] M[a]; gM[a] += sum_i gq_i[a] t_i */
+			rows_axpy(gx, gq, g, sc->mrow, n);
+			outer_rows_acc(sc->gmrow, gq, x, g, n);
+		} else {
+			/* gh_i[a] += M[a] . gq_i; gM[a] += sum_i h_i[a] gq_i */
+			dot_rows_acc(gx, sc->mrow, gq, g, n);
+			outer_rows_acc(sc->gmrow, x, gq, g, n);
+		}
+	}
+}
+
+/* Rows of the S positives from A->s0 in relation order, their queries. */
+RDPS_KGE_CLONES
+static void rescal_begin(const struct step_args *A, uint32_t S)
+{
+	const struct rdps_batch *b = A->b;
+	struct step_scratch *sc = A->sc;
+	uint32_t n = A->m->ent_dim, s0 = A->s0;
+	int hs = b->neg_head != 0;
+
+	for (uint32_t i = 0; i < S; i++)
+		sc->rkey[i] = (uint64_t)b->rel[s0 + i] << 32 | i;
+	qsort(sc->rkey, S, sizeof(*sc->rkey), cmp_u64);
+	for (uint32_t j = 0; j < S; j++) {
+		uint32_t p = (uint32_t)sc->rkey[j];
+		uint32_t x = hs ? b->tail[s0 + p] : b->head[s0 + p];
+		sc->ord[j] = p;
+		sc->rowof[p] = j;
+		sc->qx[j] = A->ent + (size_t)x * n;
+		sc->gqx[j] = A->eg + (size_t)x * n;
+		sc->qrow[j] = sc->Q + (size_t)j * n;
+		sc->gqrow[j] = sc->GQ + (size_t)j * n;
+	}
+	memset(sc->GQ, 0, (size_t)S * n * sizeof(float));
+	rescal_groups(A, S, hs, 0);
+}
 
 /* One chunk: positives i0 .. i0 + C - 1 against negatives neg. */
 RDPS_AI void step_chunk(enum pair_form form, const struct step_args *A,
@@ -1231,19 +1704,24 @@ RDPS_AI void step_chunk(enum pair_form form, const struct step_args *A,
 	int hs = b->neg_head != 0;
 	float gamma = m->p.gamma, k = 0.5f / (float)b->size;
 
-	/* queries, positive rows */
+	/* queries (RESCAL: built by rescal_begin), positive rows */
+	bool rescal = m->kind == RDPS_MODEL_RESCAL;
 	for (uint32_t i = 0; i < C; i++) {
 		uint32_t h = b->head[i0 + i], r = b->rel[i0 + i], t = b->tail[i0 + i];
 		uint32_t x = hs ? t : h, y = hs ? h : t;
-		float *q = sc->Q + (size_t)i * n;
-		build_query(m, hs, A->ent + (size_t)x * n, A->rel + (size_t)r * rd,
-			    sc->cs ? sc->cs + (size_t)r * 2 * rd : NULL, q);
+		size_t row = rescal ? sc->rowof[i0 + i - A->s0] : i;
+		float *q = sc->Q + row * n;
+		if (!rescal)
+			build_query(m, hs, A->ent + (size_t)x * n,
+				    A->rel + (size_t)r * rd,
+				    sc->cs ? sc->cs + (size_t)r * 2 * rd : NULL, q);
 		sc->qp[i] = q;
-		sc->gqp[i] = sc->GQ + (size_t)i * n;
+		sc->gqp[i] = sc->GQ + row * n;
 		sc->xp[i] = A->ent + (size_t)y * n;
 		sc->gxp[i] = A->eg + (size_t)y * n;
 	}
-	memset(sc->GQ, 0, (size_t)C * n * sizeof(float));
+	if (!rescal)
+		memset(sc->GQ, 0, (size_t)C * n * sizeof(float));
 	for (uint32_t j = 0; j < N; j++) {
 		sc->ep[j] = A->ent + (size_t)neg[j] * n;
 		sc->gep[j] = A->eg + (size_t)neg[j] * n;
@@ -1290,8 +1768,10 @@ RDPS_AI void step_chunk(enum pair_form form, const struct step_args *A,
 					       sc->gxp + i, 1, n);
 	}
 
-	/* negative scores */
-	if (form == FORM_L2 || form == FORM_DOT) {
+	/* negatives */
+	if (form == FORM_ROT) {
+		rot_negatives(m, sc, A->rot_wide, C, N, k, neg_sum);
+	} else if (form == FORM_L2 || form == FORM_DOT) {
 		pair_matrix(FORM_DOT, sc->qp, C, sc->ep, N, n, sc->S, N);
 		if (form == FORM_L2) {
 			for (uint32_t i = 0; i < C; i++)
@@ -1319,8 +1799,9 @@ RDPS_AI void step_chunk(enum pair_form form, const struct step_args *A,
 	}
 
 	/* loss rows: S becomes dL/ds */
-	for (uint32_t i = 0; i < C; i++)
-		*neg_sum += neg_row_loss(m, sc->S + (size_t)i * N, sc->wbuf, N, k);
+	if (form != FORM_ROT)
+		for (uint32_t i = 0; i < C; i++)
+			*neg_sum += neg_row_loss(m, sc->S + (size_t)i * N, sc->wbuf, N, k);
 
 	/* negative backward */
 	if (form == FORM_L2) {
@@ -1345,7 +1826,7 @@ RDPS_AI void step_chunk(enum pair_form form, const struct step_args *A,
 	} else if (form == FORM_DOT) {
 		gemm_acc(sc->qp, NULL, sc->gqp, C, sc->S, N, 1, sc->ep, N, n);
 		gemm_acc(sc->ep, NULL, sc->gep, N, sc->S, 1, N, sc->qp, C, n);
-	} else {
+	} else if (form == FORM_L1) {
 		/* four query rows per pass */
 		const int mr = 4;
 		uint32_t i = 0;
@@ -1359,7 +1840,9 @@ RDPS_AI void step_chunk(enum pair_form form, const struct step_args *A,
 					       sc->gep, N, n);
 	}
 
-	/* through the queries into x and r */
+	/* through the queries into x and r (RESCAL: by rescal_groups) */
+	if (rescal)
+		return;
 	for (uint32_t i = 0; i < C; i++) {
 		uint32_t h = b->head[i0 + i], r = b->rel[i0 + i], t = b->tail[i0 + i];
 		uint32_t x = hs ? t : h;
@@ -1384,23 +1867,40 @@ static void step_impl(const struct step_args *A, struct rdps_step_result *res)
 			rotate_cs(m, A->rel + (size_t)r * m->rel_dim,
 				  sc->cs + (size_t)r * 2 * m->rel_dim);
 
-	for (uint32_t c = 0, i0 = 0; i0 < B; c++, i0 += chunk) {
-		uint32_t C = B - i0 < chunk ? B - i0 : chunk;
-		const uint32_t *neg = b->neg_ent + (size_t)c * N;
-		switch (m->form) {
-		case FORM_DOT:
-			step_chunk(FORM_DOT, A, i0, C, neg, &pos_sum, &neg_sum);
-			break;
-		case FORM_L2:
-			step_chunk(FORM_L2, A, i0, C, neg, &pos_sum, &neg_sum);
-			break;
-		case FORM_L1:
-			step_chunk(FORM_L1, A, i0, C, neg, &pos_sum, &neg_sum);
-			break;
-		case FORM_ROT:
-			step_chunk(FORM_ROT, A, i0, C, neg, &pos_sum, &neg_sum);
-			break;
+	/* RESCAL: spans of whole chunks share the query build and backward
+	 * (rescal_begin, rescal_groups); other models: one span */
+	bool rescal = m->kind == RDPS_MODEL_RESCAL;
+	struct step_args As = *A;
+	uint32_t span = B;
+	if (rescal) {
+		uint32_t C0 = chunk < B ? chunk : B;
+		span = (uint32_t)(rescal_rows_max(C0, m->ent_dim) / C0) * C0;
+	}
+	for (uint32_t c = 0, i0 = 0; i0 < B;) {
+		uint32_t S = B - i0 < span ? B - i0 : span, end = i0 + S;
+		As.s0 = i0;
+		if (rescal)
+			rescal_begin(&As, S);
+		for (; i0 < end; c++, i0 += chunk) {
+			uint32_t C = end - i0 < chunk ? end - i0 : chunk;
+			const uint32_t *neg = b->neg_ent + (size_t)c * N;
+			switch (m->form) {
+			case FORM_DOT:
+				step_chunk(FORM_DOT, &As, i0, C, neg, &pos_sum, &neg_sum);
+				break;
+			case FORM_L2:
+				step_chunk(FORM_L2, &As, i0, C, neg, &pos_sum, &neg_sum);
+				break;
+			case FORM_L1:
+				step_chunk(FORM_L1, &As, i0, C, neg, &pos_sum, &neg_sum);
+				break;
+			case FORM_ROT:
+				step_chunk(FORM_ROT, &As, i0, C, neg, &pos_sum, &neg_sum);
+				break;
+			}
 		}
+		if (rescal)
+			rescal_groups(&As, S, b->neg_head != 0, 1);
 	}
 
 	if (m->p.reg_coef > 0) {
@@ -1448,6 +1948,18 @@ static bool indices_ok(const uint32_t *idx, size_t n, uint32_t limit)
 	return !bad;
 }
 
+/* RotatE's forward takes the 8-lane rsqrt estimate where the x86-64-v3
+ * clone of step_impl runs (AVX2 and FMA), which inlines it. Same values as
+ * the SSE halves: results do not depend on it. */
+static int rot_wide(void)
+{
+#if defined(__x86_64__)
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+	return 0;
+#endif
+}
+
 int rdps_model_step(const struct rdps_model *m, const struct rdps_batch *b,
 		    const float *ent_rows, const float *rel_rows,
 		    float *ent_grad, float *rel_grad, void *scratch,
@@ -1481,7 +1993,8 @@ int rdps_model_step(const struct rdps_model *m, const struct rdps_batch *b,
 	if (m->kind != RDPS_MODEL_ROTATE)
 		sc.cs = NULL;
 	A = (struct step_args){ .m = m, .b = b, .ent = ent_rows, .rel = rel_rows,
-				.eg = ent_grad, .rg = rel_grad, .sc = &sc };
+				.eg = ent_grad, .rg = rel_grad, .sc = &sc,
+				.rot_wide = m->form == FORM_ROT && rot_wide() };
 	step_impl(&A, res);
 	return 0;
 }
