@@ -261,14 +261,16 @@ Test(models, gradients_transe_l2) { check_model("TransE_l2", 8, 2.0f); check_mod
 Test(models, gradients_distmult) { check_model("DistMult", 8, 2.0f); check_model("DistMult", 21, 2.0f); }
 Test(models, gradients_complex) { check_model("ComplEx", 16, 2.0f); check_model("ComplEx", 10, 2.0f); }
 Test(models, gradients_rotate) { check_model("RotatE", 8, 2.0f); check_model("RotatE", 11, 3.0f); }
-Test(models, gradients_rescal) { check_model("RESCAL", 8, 2.0f); check_model("RESCAL", 5, 2.0f); }
+/* RESCAL: 18 also takes the strips of 16 and the blocks of 4 rows, with
+ * remainders, of its relation-matrix kernels. */
+Test(models, gradients_rescal) { check_model("RESCAL", 8, 2.0f); check_model("RESCAL", 5, 2.0f); check_model("RESCAL", 18, 2.0f); }
 
 /* Larger chunks: the 4 x 2 blocked matrix kernels with remainders. */
 Test(models, gradients_big_chunk)
 {
 	static const char *names[] = { "TransE_l1", "TransE_l2", "DistMult",
-				       "ComplEx", "RotatE" };
-	for (size_t i = 0; i < 5; i++) {
+				       "ComplEx", "RotatE", "RESCAL" };
+	for (size_t i = 0; i < 6; i++) {
 		struct rdps_model *m = make_model(names[i], 24, 4.0f, true, 1.0f,
 						  1e-3f, 3);
 		const uint32_t B = 11, chunk = 6, N = 7, nent = 20, nrel = 4;
