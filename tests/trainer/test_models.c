@@ -265,83 +265,96 @@ Test(models, gradients_rotate) { check_model("RotatE", 8, 2.0f); check_model("Ro
  * remainders, of its relation-matrix kernels. */
 Test(models, gradients_rescal) { check_model("RESCAL", 8, 2.0f); check_model("RESCAL", 5, 2.0f); check_model("RESCAL", 18, 2.0f); }
 
-/* Larger chunks: the 4 x 2 blocked matrix kernels with remainders. */
+/* Larger chunks (11 positives, 2 chunks): the 4 x 2 blocked matrix kernels
+ * with remainders. */
+static void check_big_chunk(const char *name, uint32_t D, uint32_t nrel)
+{
+	struct rdps_model *m = make_model(name, D, 4.0f, true, 1.0f,
+					  1e-3f, 3);
+	const uint32_t B = 11, chunk = 6, N = 7, nent = 20;
+	uint32_t h[11], r[11], t[11], neg[14];
+	uint32_t ed = rdps_model_entity_dim(m), rd = rdps_model_relation_dim(m);
+	size_t ne = (size_t)nent * ed, nr = (size_t)nrel * rd;
+	float *ent = malloc(ne * 4), *rel = malloc(nr * 4);
+	float *eg = calloc(ne, 4), *rg = calloc(nr, 4);
+	double *entd = malloc(ne * 8), *reld = malloc(nr * 8), *w = malloc(B * N * 8);
+	size_t ss = rdps_model_scratch_size(m, chunk, N, nent, nrel);
+	void *scratch = malloc(ss);
+	struct rdps_step_result res;
+
+	for (uint32_t k = 0; k < B; k++) {
+		h[k] = (uint32_t)(urand() * nent);
+		r[k] = (uint32_t)(urand() * nrel);
+		t[k] = (uint32_t)(urand() * nent);
+	}
+	for (uint32_t k = 0; k < 14; k++)
+		neg[k] = (uint32_t)(urand() * nent);
+	for (size_t k = 0; k < ne; k++)
+		entd[k] = ent[k] = (float)(urand() * 2 - 1) * 0.5f;
+	for (size_t k = 0; k < nr; k++)
+		reld[k] = rel[k] = (float)(urand() * 2 - 1) * 0.5f;
+	for (int head = 0; head < 2; head++) {
+		struct rdps_batch b = { .size = B, .chunk = chunk, .neg = N,
+					.neg_head = head, .head = h, .rel = r,
+					.tail = t, .neg_ent = neg, .n_ent_rows = nent,
+					.n_rel_rows = nrel };
+		struct refcase c = { .name = name, .D = D, .ed = ed, .rd = rd,
+				     .gamma = 4.0, .temp = 1.0, .coef = 1e-3, .p = 3,
+				     .adv = true, .B = B, .chunk = chunk, .N = N,
+				     .nent = nent, .nrel = nrel, .neg_head = head,
+				     .h = h, .r = r, .t = t, .neg = neg };
+		memset(eg, 0, ne * 4);
+		memset(rg, 0, nr * 4);
+		cr_assert_eq(rdps_model_step(m, &b, ent, rel, eg, rg, scratch, ss, &res), 0);
+		double L = ref_loss(&c, entd, reld, w, true);
+		cr_assert(fabs(res.loss - L) < 1e-5 * (1 + fabs(L)), "%s", name);
+		double gmax = 1e-3;
+		for (size_t k = 0; k < ne; k++)
+			gmax = fmax(gmax, fabs(eg[k]));
+		for (size_t k = 0; k < ne; k += 3) {
+			double x0 = entd[k], lp, lm, fd;
+			entd[k] = x0 + 1e-6;
+			lp = ref_loss(&c, entd, reld, w, false);
+			entd[k] = x0 - 1e-6;
+			lm = ref_loss(&c, entd, reld, w, false);
+			entd[k] = x0;
+			fd = (lp - lm) / 2e-6;
+			cr_assert(fabs(fd - eg[k]) <= 2e-4 * gmax + 2e-3 * fabs(fd),
+				  "%s head=%d ent[%zu]: %.8g vs fd %.8g", name,
+				  head, k, eg[k], fd);
+		}
+		for (size_t k = 0; k < nr; k++) {
+			double x0 = reld[k], lp, lm, fd;
+			reld[k] = x0 + 1e-6;
+			lp = ref_loss(&c, entd, reld, w, false);
+			reld[k] = x0 - 1e-6;
+			lm = ref_loss(&c, entd, reld, w, false);
+			reld[k] = x0;
+			fd = (lp - lm) / 2e-6;
+			cr_assert(fabs(fd - rg[k]) <= 2e-4 * gmax + 2e-3 * fabs(fd),
+				  "%s head=%d rel[%zu]: %.8g vs fd %.8g", name,
+				  head, k, rg[k], fd);
+		}
+	}
+	free(ent), free(rel), free(eg), free(rg), free(entd), free(reld), free(w);
+	free(scratch);
+	rdps_model_destroy(m);
+}
+
 Test(models, gradients_big_chunk)
 {
 	static const char *names[] = { "TransE_l1", "TransE_l2", "DistMult",
 				       "ComplEx", "RotatE", "RESCAL" };
-	for (size_t i = 0; i < 6; i++) {
-		struct rdps_model *m = make_model(names[i], 24, 4.0f, true, 1.0f,
-						  1e-3f, 3);
-		const uint32_t B = 11, chunk = 6, N = 7, nent = 20, nrel = 4;
-		uint32_t h[11], r[11], t[11], neg[14];
-		uint32_t ed = rdps_model_entity_dim(m), rd = rdps_model_relation_dim(m);
-		size_t ne = (size_t)nent * ed, nr = (size_t)nrel * rd;
-		float *ent = malloc(ne * 4), *rel = malloc(nr * 4);
-		float *eg = calloc(ne, 4), *rg = calloc(nr, 4);
-		double *entd = malloc(ne * 8), *reld = malloc(nr * 8), *w = malloc(B * N * 8);
-		size_t ss = rdps_model_scratch_size(m, chunk, N, nent, nrel);
-		void *scratch = malloc(ss);
-		struct rdps_step_result res;
+	for (size_t i = 0; i < 6; i++)
+		check_big_chunk(names[i], 24, 4);
+}
 
-		for (uint32_t k = 0; k < B; k++) {
-			h[k] = (uint32_t)(urand() * nent);
-			r[k] = (uint32_t)(urand() * nrel);
-			t[k] = (uint32_t)(urand() * nent);
-		}
-		for (uint32_t k = 0; k < 14; k++)
-			neg[k] = (uint32_t)(urand() * nent);
-		for (size_t k = 0; k < ne; k++)
-			entd[k] = ent[k] = (float)(urand() * 2 - 1) * 0.5f;
-		for (size_t k = 0; k < nr; k++)
-			reld[k] = rel[k] = (float)(urand() * 2 - 1) * 0.5f;
-		for (int head = 0; head < 2; head++) {
-			struct rdps_batch b = { .size = B, .chunk = chunk, .neg = N,
-						.neg_head = head, .head = h, .rel = r,
-						.tail = t, .neg_ent = neg, .n_ent_rows = nent,
-						.n_rel_rows = nrel };
-			struct refcase c = { .name = names[i], .D = 24, .ed = ed, .rd = rd,
-					     .gamma = 4.0, .temp = 1.0, .coef = 1e-3, .p = 3,
-					     .adv = true, .B = B, .chunk = chunk, .N = N,
-					     .nent = nent, .nrel = nrel, .neg_head = head,
-					     .h = h, .r = r, .t = t, .neg = neg };
-			memset(eg, 0, ne * 4);
-			memset(rg, 0, nr * 4);
-			cr_assert_eq(rdps_model_step(m, &b, ent, rel, eg, rg, scratch, ss, &res), 0);
-			double L = ref_loss(&c, entd, reld, w, true);
-			cr_assert(fabs(res.loss - L) < 1e-5 * (1 + fabs(L)), "%s", names[i]);
-			double gmax = 1e-3;
-			for (size_t k = 0; k < ne; k++)
-				gmax = fmax(gmax, fabs(eg[k]));
-			for (size_t k = 0; k < ne; k += 3) {
-				double x0 = entd[k], lp, lm, fd;
-				entd[k] = x0 + 1e-6;
-				lp = ref_loss(&c, entd, reld, w, false);
-				entd[k] = x0 - 1e-6;
-				lm = ref_loss(&c, entd, reld, w, false);
-				entd[k] = x0;
-				fd = (lp - lm) / 2e-6;
-				cr_assert(fabs(fd - eg[k]) <= 2e-4 * gmax + 2e-3 * fabs(fd),
-					  "%s head=%d ent[%zu]: %.8g vs fd %.8g", names[i],
-					  head, k, eg[k], fd);
-			}
-			for (size_t k = 0; k < nr; k++) {
-				double x0 = reld[k], lp, lm, fd;
-				reld[k] = x0 + 1e-6;
-				lp = ref_loss(&c, entd, reld, w, false);
-				reld[k] = x0 - 1e-6;
-				lm = ref_loss(&c, entd, reld, w, false);
-				reld[k] = x0;
-				fd = (lp - lm) / 2e-6;
-				cr_assert(fabs(fd - rg[k]) <= 2e-4 * gmax + 2e-3 * fabs(fd),
-					  "%s head=%d rel[%zu]: %.8g vs fd %.8g", names[i],
-					  head, k, rg[k], fd);
-			}
-		}
-		free(ent), free(rel), free(eg), free(rg), free(entd), free(reld), free(w);
-		free(scratch);
-		rdps_model_destroy(m);
-	}
+/* RESCAL's blocked relation kernels take groups of 4 or more positives of
+ * one relation: all 11 in one relation, then in 2. */
+Test(models, gradients_rescal_groups)
+{
+	check_big_chunk("RESCAL", 18, 1);
+	check_big_chunk("RESCAL", 24, 2);
 }
 
 /* ---------------------------------------------------------------------- */
