@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on the embedded default data: installs what is missing,
-# builds, makes the WordNet (WN18-style) dataset from Debian's wordnet-base,
+# builds, cuts WN18 (its 40,943 synsets) from WordNet 3.0 in wordnet-base,
 # partitions it in 2 with METIS, starts 2 servers and 2 trainers on this
 # machine, trains TransE_l2, evaluates on test and prints MRR / Hits@k.
 #   deploy/quickstart.sh [WORK_DIR]     (default: ./quickstart)

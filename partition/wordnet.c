@@ -47,6 +47,10 @@ struct wn {
 	uint32_t *trip;            /* 3 per triple */
 	size_t ntrip;
 	size_t cap;
+	uint32_t *order;           /* synset ids in data-file order */
+	size_t norder;
+	size_t ocap;
+	uint32_t per_file[RDPS_ARRAY_SIZE(wn_files)];
 	char *err;
 	size_t errlen;
 };
@@ -55,6 +59,7 @@ void rdps_dataset_wordnet_defaults(struct rdps_wordnet_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->wordnet_dir = "/usr/share/wordnet";
+	o->cut = RDPS_WORDNET_CUT_WN18;
 	o->target_entities = 40943;
 	o->num_valid = 5000;
 	o->num_test = 5000;
@@ -90,8 +95,9 @@ static int synset_id(struct wn *w, const char *off, char pos, uint32_t *id)
 	return rdps_pt_names_add(&w->ent, name, 10, id) < 0 ? -ENOMEM : 0;
 }
 
-static int parse_line(struct wn *w, const struct rdps_pt_lines *lr, char pos)
+static int parse_line(struct wn *w, const struct rdps_pt_lines *lr, size_t file)
 {
+	char pos = wn_files[file].pos;
 	char *save = NULL, *tok[4];
 	char *bar = strchr(lr->line, '|');
 	unsigned long nwords, nptr;
@@ -111,6 +117,10 @@ static int parse_line(struct wn *w, const struct rdps_pt_lines *lr, char pos)
 		return BAD("synset line");
 	if (synset_id(w, tok[0], pos, &head))
 		return BAD("synset offset");
+	if (rdps_reserve((void **)&w->order, &w->ocap, (w->norder + 1) * sizeof(uint32_t)))
+		return -ENOMEM;
+	w->order[w->norder++] = head;
+	w->per_file[file]++;
 	nwords = strtoul(tok[3], NULL, 16);
 	for (unsigned long i = 0; i < 2 * nwords; i++)
 		if (!NEXT())
@@ -320,6 +330,46 @@ err_free:
 	return ret;
 }
 
+/*
+ * Marks alive[] WN18's entities (rdps_wn18_synset_bits), then drops those left
+ * without a triple. The bits index synsets in file order, which only holds
+ * for WordNet 3.0: other editions are refused.
+ */
+static int wn18_cut(struct wn *w, const char *dir, uint8_t *alive, char *err, size_t errlen)
+{
+	uint32_t nset = 0, nlinked = 0;
+
+	for (size_t i = 0; i < RDPS_ARRAY_SIZE(wn_files); i++)
+		if (w->per_file[i] != rdps_wn18_synsets_per_file[i])
+			return rdps_pt_fail(err, errlen, -EINVAL,
+					    "%s/%s: %u synsets, WordNet 3.0 has %u: WN18's entities are known for WordNet 3.0 only (use --cut core for another edition)",
+					    dir, wn_files[i].file, w->per_file[i],
+					    rdps_wn18_synsets_per_file[i]);
+	for (size_t i = 0; i < w->norder; i++)
+		if (rdps_wn18_synset_bits[i / 64] >> (i % 64) & 1) {
+			alive[w->order[i]] = 2; /* in WN18, no triple seen yet */
+			nset++;
+		}
+	for (size_t i = 0; i < w->ntrip; i++) {
+		uint32_t h = w->trip[3 * i], t = w->trip[3 * i + 2];
+
+		if (alive[h] && alive[t])
+			alive[h] = alive[t] = 1;
+	}
+	for (uint32_t e = 0; e < w->ent.n; e++) {
+		if (alive[e] == 2)
+			alive[e] = 0;
+		nlinked += alive[e];
+	}
+	if (nset != rdps_wn18_num_entities)
+		return rdps_pt_fail(err, errlen, -EINVAL,
+				    "%s: %u WN18 synsets found, want %u (damaged data files?)", dir,
+				    nset, rdps_wn18_num_entities);
+	rdps_info("wordnet: WN18 cut: %u synsets, %u of them without a WN18 triple here dropped",
+		  nset, nset - nlinked);
+	return 0;
+}
+
 struct keyed {
 	uint64_t key;  /* part of speech rank << 32 | offset */
 	uint32_t id;
@@ -389,7 +439,7 @@ int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 		while ((len = rdps_pt_lines_next(&lr)) >= 0) {
 			if (lr.line[0] == ' ')
 				continue; /* license header */
-			if ((ret = parse_line(&w, &lr, wn_files[i].pos)))
+			if ((ret = parse_line(&w, &lr, i)))
 				break;
 		}
 		if (!ret && len == -EIO)
@@ -417,7 +467,10 @@ int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	ret = dense_core(&w, o->target_entities, alive);
+	if (o->cut == RDPS_WORDNET_CUT_WN18)
+		ret = wn18_cut(&w, o->wordnet_dir, alive, err, errlen);
+	else
+		ret = dense_core(&w, o->target_entities, alive);
 	if (ret)
 		goto err_free;
 	for (uint32_t e = 0; e < w.ent.n; e++)
@@ -458,8 +511,8 @@ int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 		}
 	for (size_t i = 0; i < nkeep; i++)
 		w.trip[3 * i + 1] = relid[w.trip[3 * i + 1]];
-	rdps_info("wordnet: dense core: %zu entities, %u relations, %zu triples", nk,
-		  rel_out.n, nkeep);
+	rdps_info("wordnet: %s: %zu entities, %u relations, %zu triples",
+		  o->cut == RDPS_WORDNET_CUT_WN18 ? "WN18 cut" : "dense core", nk, rel_out.n, nkeep);
 
 	/* Seeded split keeping every entity and relation in train. */
 	ecnt = calloc(nk ? nk : 1, sizeof(uint32_t));
@@ -557,6 +610,7 @@ err_free:
 	free(newid);
 	free(alive);
 	free(w.trip);
+	free(w.order);
 	rdps_pt_names_free(&w.ent);
 	rdps_pt_names_free(&ent_out);
 	rdps_pt_names_free(&rel_out);

@@ -16,8 +16,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rdps dataset wordnet OUT [--wordnet-dir DIR] [--entities N] [--valid N]\n"
-		"                    [--test N] [--seed S] [--force]\n"
+		"usage: rdps dataset wordnet OUT [--wordnet-dir DIR] [--cut wn18|core]\n"
+		"                    [--entities N] [--valid N] [--test N] [--seed S] [--force]\n"
 		"       rdps dataset synth OUT --entities N --relations R --triples T\n"
 		"                    --communities C [--valid N] [--test N] [--noise P]\n"
 		"                    [--seed S] [--force]\n"
@@ -29,9 +29,11 @@ static void usage(FILE *f)
 		"test.txt (head<TAB>relation<TAB>tail names), entities.dict and relations.dict\n"
 		"(id<TAB>name). OUT appears only when complete (temporary dir + rename).\n"
 		"\n"
-		"wordnet   WN18-style graph from WordNet 3.0 (wordnet-base): synsets named\n"
-		"          OFFSET.POS (e.g. 00001740.n), WN18's 18 relations, a dense core of\n"
-		"          --entities synsets (default 40943), seeded split (5000/5000).\n"
+		"wordnet   WN18 from WordNet 3.0 (wordnet-base): synsets named OFFSET.POS\n"
+		"          (e.g. 00001740.n), WN18's 18 relations, seeded split (5000/5000).\n"
+		"          --cut wn18 (default): WN18's own 40,943 synsets (~151k triples);\n"
+		"          --cut core: a dense core of --entities synsets (default 40943),\n"
+		"          for WordNet editions other than 3.0.\n"
 		"synth     community graph with learnable relation patterns, streamed\n"
 		"          (10M entities / 100M triples fit in < 1 GiB). Numbers take k/M/G.\n"
 		"          Defaults: valid/test 1000 each, noise 0.02.\n"
@@ -88,7 +90,7 @@ static void print_stats(const char *out, const struct rdps_dataset_stats *st)
 enum {
 	OPT_WORDNET_DIR = 256, OPT_ENTITIES, OPT_RELATIONS, OPT_TRIPLES, OPT_COMMUNITIES,
 	OPT_VALID, OPT_TEST, OPT_TRAIN, OPT_NOISE, OPT_SEED, OPT_FORCE, OPT_FORMAT,
-	OPT_INPUT, OPT_ORDER,
+	OPT_INPUT, OPT_ORDER, OPT_CUT,
 };
 
 static const struct option long_opts[] = {
@@ -106,13 +108,14 @@ static const struct option long_opts[] = {
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "input", required_argument, NULL, OPT_INPUT },
 	{ "order", required_argument, NULL, OPT_ORDER },
+	{ "cut", required_argument, NULL, OPT_CUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 /* Options of all three generators; each command rejects what it does not take. */
 struct cli {
-	const char *wordnet_dir, *format, *input, *order, *files[RDPS_SPLIT_COUNT];
+	const char *wordnet_dir, *format, *input, *order, *cut, *files[RDPS_SPLIT_COUNT];
 	const char *valid_str, *test_str; /* import: file names; else counts */
 	uint64_t entities, relations, triples, communities, valid, test, seed;
 	int have_entities, have_relations, have_triples, have_communities;
@@ -183,6 +186,7 @@ int rdps_cmd_dataset(int argc, char **argv)
 		case OPT_FORMAT: c.format = optarg; break;
 		case OPT_INPUT: c.input = optarg; break;
 		case OPT_ORDER: c.order = optarg; break;
+		case OPT_CUT: c.cut = optarg; break;
 		case OPT_TRAIN: c.files[RDPS_SPLIT_TRAIN] = optarg; break;
 		case OPT_FORCE: c.force = 1; break;
 		case OPT_ENTITIES: dst = &c.entities; have = &c.have_entities; break;
@@ -241,12 +245,22 @@ int rdps_cmd_dataset(int argc, char **argv)
 
 		if (c.have_relations || c.have_triples || c.have_communities || c.have_noise ||
 		    c.format || c.input || c.order || c.files[0]) {
-			fprintf(stderr, "rdps dataset wordnet: only --wordnet-dir, --entities, --valid, --test, --seed, --force apply\n");
+			fprintf(stderr, "rdps dataset wordnet: only --wordnet-dir, --cut, --entities, --valid, --test, --seed, --force apply\n");
 			return 2;
 		}
 		rdps_dataset_wordnet_defaults(&o);
 		if (c.wordnet_dir)
 			o.wordnet_dir = c.wordnet_dir;
+		if (c.cut && !strcmp(c.cut, "core")) {
+			o.cut = RDPS_WORDNET_CUT_CORE;
+		} else if (c.cut && strcmp(c.cut, "wn18")) {
+			fprintf(stderr, "rdps dataset wordnet: --cut: '%s', want wn18 or core\n", c.cut);
+			return 2;
+		}
+		if (c.have_entities && o.cut != RDPS_WORDNET_CUT_CORE) {
+			fprintf(stderr, "rdps dataset wordnet: --entities sizes the dense core: add --cut core\n");
+			return 2;
+		}
 		if (c.have_entities)
 			o.target_entities = (uint32_t)c.entities;
 		if (c.have_valid)
@@ -259,7 +273,7 @@ int rdps_cmd_dataset(int argc, char **argv)
 	} else if (!strcmp(sub, "synth")) {
 		struct rdps_synth_opts o;
 
-		if (c.wordnet_dir || c.format || c.input || c.order || c.files[0]) {
+		if (c.wordnet_dir || c.cut || c.format || c.input || c.order || c.files[0]) {
 			fprintf(stderr, "rdps dataset synth: --wordnet-dir/--format/--input/--order/--train do not apply\n");
 			return 2;
 		}
@@ -284,7 +298,7 @@ int rdps_cmd_dataset(int argc, char **argv)
 	} else if (!strcmp(sub, "import")) {
 		struct rdps_import_opts o = { 0 };
 
-		if (c.wordnet_dir || c.have_entities || c.have_relations || c.have_triples ||
+		if (c.wordnet_dir || c.cut || c.have_entities || c.have_relations || c.have_triples ||
 		    c.have_communities || c.have_noise) {
 			fprintf(stderr, "rdps dataset import: only --format, --input, --order, --train, --valid, --test, --force apply\n");
 			return 2;

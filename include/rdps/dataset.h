@@ -117,23 +117,36 @@ struct rdps_dataset_stats {
  * file and the file's part of speech (n noun, v verb, a adjective including
  * satellites, r adverb); offsets repeat across files, the suffix makes names
  * unique. Relations are WN18's 18 types, named as in WN18 ("_hypernym", ...).
- * Triples are de-duplicated, self-loops dropped. The dense core is found by
- * peeling the entity of lowest degree (ties broken by a fixed hash of the
- * name, independent of the seed) until target_entities remain, then keeping
- * the largest connected component. The split is a seeded shuffle; a triple
+ * Triples are de-duplicated, self-loops dropped, and kept when both ends are
+ * in the cut:
+ *  - RDPS_WORDNET_CUT_WN18 (default): WN18's own 40,943 synsets (shipped as one
+ *    bit per WordNet 3.0 synset, see partition/gen_wn18_synsets.py), less any
+ *    left without a triple; about 151k triples, WN18's relation mix. Needs
+ *    WordNet 3.0 (-EINVAL naming the file otherwise).
+ *  - RDPS_WORDNET_CUT_CORE: a dense core for any edition, found by peeling the
+ *    entity of lowest degree (ties broken by a fixed hash of the name,
+ *    independent of the seed) until target_entities remain, then keeping the
+ *    largest connected component.
+ * The split is a seeded shuffle; a triple
  * goes to valid/test only if its head, tail and relation keep at least one
  * train triple. The entity dict is ordered by (part of speech, offset).
  */
+enum rdps_wordnet_cut {
+	RDPS_WORDNET_CUT_WN18 = 0,
+	RDPS_WORDNET_CUT_CORE,
+};
+
 struct rdps_wordnet_opts {
 	const char *wordnet_dir;  /* dir with data.{noun,verb,adj,adv} */
-	uint32_t target_entities; /* size of the dense core, 0 = keep all */
+	enum rdps_wordnet_cut cut;
+	uint32_t target_entities; /* CUT_CORE: size of the core, 0 = keep all */
 	uint64_t num_valid;       /* triples in valid.txt */
 	uint64_t num_test;        /* triples in test.txt */
 	uint64_t seed;            /* split seed */
 	int force;                /* replace an existing out_dir */
 };
 
-/* Defaults: /usr/share/wordnet, 40943 entities (WN18's count), 5000 valid,
+/* Defaults: /usr/share/wordnet, the WN18 cut (core size 40943), 5000 valid,
  * 5000 test, seed 0, no force. */
 void rdps_dataset_wordnet_defaults(struct rdps_wordnet_opts *o);
 

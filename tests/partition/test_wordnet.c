@@ -2,6 +2,8 @@
 /* The WordNet dataset (needs Debian's wordnet-base) and partitioning it. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <math.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "helpers.h"
@@ -30,31 +32,70 @@ static void teardown(void)
 
 TestSuite(wordnet, .init = setup, .fini = teardown);
 
-static char *build(const char *name, uint64_t seed, struct rdps_dataset_stats *st)
+static char *build_cut(const char *name, uint64_t seed, enum rdps_wordnet_cut cut,
+		       struct rdps_dataset_stats *st)
 {
 	struct rdps_wordnet_opts o;
 	char *out = th_path(dir, name);
 
 	rdps_dataset_wordnet_defaults(&o);
 	o.seed = seed;
+	o.cut = cut;
 	cr_assert_eq(rdps_dataset_wordnet(out, &o, st, err, sizeof(err)), 0, "%s", err);
 	return out;
 }
 
+static char *build(const char *name, uint64_t seed, struct rdps_dataset_stats *st)
+{
+	return build_cut(name, seed, RDPS_WORDNET_CUT_WN18, st);
+}
+
+/* Triples per relation over all three splits. */
+static void relation_counts(struct rdps_dataset *ds, uint64_t *count)
+{
+	memset(count, 0, 18 * sizeof(*count));
+	for (int s = 0; s < RDPS_SPLIT_COUNT; s++) {
+		struct rdps_triples t;
+
+		cr_assert_eq(rdps_dataset_load(ds, (enum rdps_split)s, &t, err, sizeof(err)), 0,
+			     "%s", err);
+		for (uint64_t i = 0; i < t.count; i++)
+			count[t.ids[3 * i + 1]]++;
+		rdps_dataset_triples_free(&t);
+	}
+}
+
+/*
+ * The default cut is WN18's entity set: WN18 has 40,943 entities and 151,442
+ * triples; here 4 of its synsets have no WN18 relation left and 0.3% of the
+ * triples are missing (WN18 names synsets by offset only, so it merges the
+ * few synsets of two parts of speech that share one). The relation mix is
+ * WN18's: counts in its train + test files (146,442 triples), scaled to all.
+ */
 Test(wordnet, wn18_sized_and_valid)
 {
+	static const struct {
+		const char *name;
+		double wn18;
+	} mix[] = {
+		{ "_hypernym", 34796 + 1251 },	    { "_derivationally_related_form", 29715 + 1074 },
+		{ "_member_meronym", 7402 + 253 },  { "_has_part", 4816 + 172 },
+		{ "_also_see", 1299 + 56 },	    { "_verb_group", 1138 + 39 },
+		{ "_instance_hypernym", 2921 + 122 },
+	};
 	struct rdps_dataset_stats st;
 	char *out = build("wn", 0, &st);
 	struct rdps_dataset *ds;
+	uint64_t count[18];
 	uint32_t id;
 	uint64_t total;
 
-	cr_assert_eq(st.num_entities, 40943);
+	cr_assert_eq(st.num_entities, 40939);
 	cr_assert_eq(st.num_relations, 18);
 	cr_assert_eq(st.num_triples[RDPS_SPLIT_VALID], 5000);
 	cr_assert_eq(st.num_triples[RDPS_SPLIT_TEST], 5000);
 	total = st.num_triples[0] + st.num_triples[1] + st.num_triples[2];
-	cr_assert(total > 140000 && total < 180000, "%llu triples", (unsigned long long)total);
+	cr_assert_eq(total, 150995);
 	/* The reader accepts it, including "valid/test entities occur in train". */
 	cr_assert_eq(rdps_dataset_open(out, &ds, err, sizeof(err)), 0, "%s", err);
 	for (int s = 0; s < RDPS_SPLIT_COUNT; s++)
@@ -62,9 +103,24 @@ Test(wordnet, wn18_sized_and_valid)
 			     (int64_t)st.num_triples[s], "%s", err);
 	cr_assert_eq(rdps_dataset_relation_id(ds, "_hypernym", &id), 0);
 	cr_assert_eq(rdps_dataset_relation_id(ds, "_member_of_domain_usage", &id), 0);
-	/* "entity" (noun synset 00001740) has hyponyms in the core. */
-	cr_assert_eq(rdps_dataset_entity_id(ds, "00001740.n", &id), 0);
-	cr_assert_eq(id, 0, "dict is ordered by part of speech, then offset");
+	relation_counts(ds, count);
+	for (size_t i = 0; i < sizeof(mix) / sizeof(mix[0]); i++) {
+		double want = mix[i].wn18 * 151442 / 146442;
+
+		cr_assert_eq(rdps_dataset_relation_id(ds, mix[i].name, &id), 0);
+		cr_assert(fabs((double)count[id] - want) < 0.03 * want + 20,
+			  "%s: %llu triples, WN18 about %.0f", mix[i].name,
+			  (unsigned long long)count[id], want);
+	}
+	/* WN18 has 86 _similar_to (few adjectives); the dense core thousands */
+	cr_assert_eq(rdps_dataset_relation_id(ds, "_similar_to", &id), 0);
+	cr_assert_lt(count[id], 100);
+	/* WN18's 00001740 is the verb "breathe" (with hyponyms), not the noun
+	 * "entity" (only three hyponyms, not in WN18), the adjective or the adverb
+	 * of that offset. The dict is ordered by part of speech, then offset. */
+	cr_assert_eq(rdps_dataset_entity_id(ds, "00001740.v", &id), 0);
+	cr_assert_neq(rdps_dataset_entity_id(ds, "00001740.n", &id), 0);
+	cr_assert_str_eq(rdps_dataset_entity_name(ds, 0), "00001930.n");
 	rdps_dataset_close(ds);
 	free(out);
 }
@@ -96,6 +152,63 @@ Test(wordnet, split_depends_only_on_seed)
 	free(a);
 	free(b);
 	free(c);
+}
+
+/* The dense core (any WordNet edition) is sized by target_entities. */
+Test(wordnet, core_cut_sized)
+{
+	struct rdps_dataset_stats st;
+	char *out = build_cut("core", 0, RDPS_WORDNET_CUT_CORE, &st);
+	struct rdps_dataset *ds;
+	uint64_t count[18];
+	uint32_t id;
+
+	cr_assert_eq(st.num_entities, 40943);
+	cr_assert_eq(st.num_relations, 18);
+	cr_assert_eq(rdps_dataset_open(out, &ds, err, sizeof(err)), 0, "%s", err);
+	relation_counts(ds, count);
+	/* peeling keeps the adjective clusters WN18 does not have */
+	cr_assert_eq(rdps_dataset_relation_id(ds, "_similar_to", &id), 0);
+	cr_assert_gt(count[id], 1000);
+	rdps_dataset_close(ds);
+	free(out);
+}
+
+/* A WordNet that is not 3.0: the WN18 cut refuses it, naming the file; the
+ * core cut takes it. */
+Test(wordnet, wn18_cut_needs_wordnet_30)
+{
+	static const char *files[] = { "data.noun", "data.verb", "data.adj", "data.adv" };
+	char *wdir = th_path(dir, "wordnet"), *out = th_path(dir, "wn");
+	struct rdps_wordnet_opts o;
+	struct rdps_dataset_stats st;
+
+	cr_assert_eq(mkdir(wdir, 0755), 0);
+	for (size_t i = 0; i < 4; i++) {
+		char *p = th_path(wdir, files[i]);
+		FILE *f = fopen(p, "w");
+
+		cr_assert(f);
+		fprintf(f, "  1 license header line  \n");
+		if (i == 0)
+			fprintf(f, "00000100 03 n 01 thing 0 001 ~ 00000200 n 0000 | a thing  \n"
+				   "00000200 03 n 01 stone 0 001 @ 00000100 n 0000 | a stone  \n");
+		fclose(f);
+		free(p);
+	}
+	rdps_dataset_wordnet_defaults(&o);
+	o.wordnet_dir = wdir;
+	o.num_valid = 0;
+	o.num_test = 0;
+	cr_assert_eq(rdps_dataset_wordnet(out, &o, &st, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "wordnet/data.noun: 2 synsets, WordNet 3.0 has 82115"), "%s", err);
+	cr_assert(strstr(err, "--cut core"), "%s", err);
+	o.cut = RDPS_WORDNET_CUT_CORE;
+	cr_assert_eq(rdps_dataset_wordnet(out, &o, &st, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(st.num_entities, 2);
+	cr_assert_eq(st.num_triples[RDPS_SPLIT_TRAIN], 2);
+	free(out);
+	free(wdir);
 }
 
 Test(wordnet, missing_wordnet_dir)
