@@ -106,6 +106,42 @@ static int check_tables(struct rdps_client *c, char *err, size_t errlen)
 
 static bool conn_lost(int ret);
 
+/* How connect_retry() treats a failed attempt. */
+enum {
+	RETRY_ANY_ERROR = 1,   /* not only a lost connection (conn_lost) */
+	RETRY_CLAMP_TIMEOUT = 2, /* no attempt outlasts the deadline */
+	RETRY_WARN = 4,        /* warn once, at the first failure */
+};
+
+/*
+ * Connects with cp, retrying with exponential backoff (50 ms to 2 s) until
+ * deadline_ns; 0 or the last attempt's error (err says why).
+ */
+static int connect_retry(struct rdps_client *c, struct rdps_conn_params cp, uint64_t deadline_ns,
+			 unsigned flags, struct rdps_conn **out, char *err, size_t errlen)
+{
+	useconds_t backoff = 50000;
+	int ret, timeout_ms = cp.timeout_ms;
+
+	for (;;) {
+		if (flags & RETRY_CLAMP_TIMEOUT) {
+			int left = rdps_ms_until(deadline_ns);
+
+			cp.timeout_ms = left < timeout_ms ? (left ? left : 1) : timeout_ms;
+		}
+		ret = c->ops->connect(&cp, out, err, errlen);
+		if (!ret || rdps_now_ns() >= deadline_ns ||
+		    (!(flags & RETRY_ANY_ERROR) && !conn_lost(ret)))
+			return ret;
+		if (flags & RETRY_WARN)
+			rdps_warn("%s; retrying for up to %d s", err, c->reconnect_ms / 1000);
+		flags &= ~(unsigned)RETRY_WARN;
+		usleep(backoff);
+		if (backoff < 2000000)
+			backoff *= 2;
+	}
+}
+
 /*
  * The first connection to a server. With reconnect_ms, a server that drops
  * the connection mid-handshake or refuses the RDMA connection (it is being
@@ -116,22 +152,10 @@ static bool conn_lost(int ret);
 static int connect_first(struct rdps_client *c, const struct rdps_conn_params *cp,
 			 struct rdps_conn **out, char *err, size_t errlen)
 {
-	uint64_t deadline = rdps_now_ns() + (uint64_t)c->reconnect_ms * 1000000ull;
-	useconds_t backoff = 50000;
-	bool warned = false;
-	int ret;
-
-	for (;;) {
-		ret = c->ops->connect(cp, out, err, errlen);
-		if (!ret || !c->reconnect_ms || !conn_lost(ret) || rdps_now_ns() >= deadline)
-			return ret;
-		if (!warned)
-			rdps_warn("%s; retrying for up to %d s", err, c->reconnect_ms / 1000);
-		warned = true;
-		usleep(backoff);
-		if (backoff < 2000000)
-			backoff *= 2;
-	}
+	if (!c->reconnect_ms)
+		return c->ops->connect(cp, out, err, errlen);
+	return connect_retry(c, *cp, rdps_now_ns() + (uint64_t)c->reconnect_ms * 1000000ull,
+			     RETRY_WARN, out, err, errlen);
 }
 
 int rdps_client_create(const struct rdps_client_params *p,
@@ -261,32 +285,22 @@ static bool conn_lost(int ret)
 static int reconnect(struct rdps_client *c, uint32_t s)
 {
 	uint64_t t0 = rdps_now_ns(), deadline = t0 + (uint64_t)c->reconnect_ms * 1000000ull;
-	useconds_t backoff = 50000;
+	struct rdps_conn_params cp = c->cp;
 	char err[640] = "";
 	int ret;
 
 	rdps_warn("%s; reconnecting for up to %d s", c->errmsg, c->reconnect_ms / 1000);
 	c->ops->close(c->conns[s]);
 	c->conns[s] = NULL;
-	for (;;) {
-		struct rdps_conn_params cp = c->cp;
-		int left = rdps_ms_until(deadline);
-
-		cp.host = c->eps[s].host;
-		cp.port = c->eps[s].port;
-		cp.server_id = s;
-		cp.timeout_ms = left < c->cp.timeout_ms ? (left ? left : 1) : c->cp.timeout_ms;
-		ret = c->ops->connect(&cp, &c->conns[s], err, sizeof(err));
-		if (!ret)
-			break;
-		if (rdps_now_ns() >= deadline) {
-			snprintf(c->errmsg, sizeof(c->errmsg),
-				 "server %u did not come back within %d ms: %s", s, c->reconnect_ms, err);
-			return ret;
-		}
-		usleep(backoff);
-		if (backoff < 2000000)
-			backoff *= 2;
+	cp.host = c->eps[s].host;
+	cp.port = c->eps[s].port;
+	cp.server_id = s;
+	ret = connect_retry(c, cp, deadline, RETRY_ANY_ERROR | RETRY_CLAMP_TIMEOUT, &c->conns[s],
+			    err, sizeof(err));
+	if (ret) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "server %u did not come back within %d ms: %s",
+			 s, c->reconnect_ms, err);
+		return ret;
 	}
 	for (uint32_t t = 0; t < c->num_tables; t++) {
 		const struct rdps_table_desc *d = &c->conns[s]->tables[t];
