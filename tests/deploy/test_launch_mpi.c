@@ -109,7 +109,7 @@ static void setup(void)
 	part = path("wn-part2");
 	rdps_dataset_wordnet_defaults(&wo);
 	wo.num_valid = 500;
-	wo.num_test = 1000;
+	wo.num_test = 5000; /* fewer make two async runs' MRR differ by eval noise */
 	cr_assert_eq(rdps_dataset_wordnet(data, &wo, &st, err, sizeof(err)), 0, "%s", err);
 	po.data_dir = data;
 	po.out_dir = part;
@@ -211,7 +211,9 @@ Test(launch_mpi, three_namespaces_match_the_local_launch)
 	mpi_mrr = mrr_of(mpi_log);
 	cr_log_info("test MRR: local %.4f, mpirun over 3 namespaces %.4f", local_mrr, mpi_mrr);
 	cr_expect_gt(local_mrr, 0.1, "the job did not learn");
-	cr_expect_lt(fabs(mpi_mrr - local_mrr), 0.01, "local %.4f, mpi %.4f", local_mrr, mpi_mrr);
+	/* Two async runs of this short job differ by up to ~0.015 (trainer
+	 * interleaving); issue 5 allows distributed runs 0.02 from standalone. */
+	cr_expect_lt(fabs(mpi_mrr - local_mrr), 0.02, "local %.4f, mpi %.4f", local_mrr, mpi_mrr);
 	free(text);
 	free(local_log);
 	free(mpi_log);
