@@ -158,6 +158,21 @@ static double ref_loss(const struct refcase *c, const double *ent,
 	return (pos / c->B + negl / c->B) / 2 + reg;
 }
 
+/* d loss / d x[k] by central difference (x is one of ent, rel). */
+static double fd_grad(const struct refcase *c, double *ent, double *rel, double *w, double *x,
+		      size_t k)
+{
+	const double eps = 1e-6, x0 = x[k];
+	double lp, lm;
+
+	x[k] = x0 + eps;
+	lp = ref_loss(c, ent, rel, w, false);
+	x[k] = x0 - eps;
+	lm = ref_loss(c, ent, rel, w, false);
+	x[k] = x0;
+	return (lp - lm) / (2 * eps);
+}
+
 static uint64_t rng_state = 88172645463325252ull;
 static double urand(void)
 {
@@ -221,19 +236,12 @@ static void check_gradients(const char *name, uint32_t D, float gamma, bool adv,
 		gmax = fmax(gmax, fabs(eg[k]));
 	for (size_t k = 0; k < nr; k++)
 		gmax = fmax(gmax, fabs(rg[k]));
-	const double eps = 1e-6;
 	for (int which = 0; which < 2; which++) {
 		double *x = which ? reld : entd;
 		float *g = which ? rg : eg;
 		size_t n = which ? nr : ne;
 		for (size_t k = 0; k < n; k++) {
-			double x0 = x[k], lp, lm, fd;
-			x[k] = x0 + eps;
-			lp = ref_loss(&c, entd, reld, w, false);
-			x[k] = x0 - eps;
-			lm = ref_loss(&c, entd, reld, w, false);
-			x[k] = x0;
-			fd = (lp - lm) / (2 * eps);
+			double fd = fd_grad(&c, entd, reld, w, x, k);
 			cr_assert(fabs(fd - g[k]) <= 2e-4 * gmax + 2e-3 * fabs(fd),
 				  "%s head=%d adv=%d coef=%g p=%g: d/d%s[%zu] = %.8g, "
 				  "finite difference %.8g", name, neg_head, adv, coef,
@@ -312,25 +320,13 @@ static void check_big_chunk(const char *name, uint32_t D, uint32_t nrel)
 		for (size_t k = 0; k < ne; k++)
 			gmax = fmax(gmax, fabs(eg[k]));
 		for (size_t k = 0; k < ne; k += 3) {
-			double x0 = entd[k], lp, lm, fd;
-			entd[k] = x0 + 1e-6;
-			lp = ref_loss(&c, entd, reld, w, false);
-			entd[k] = x0 - 1e-6;
-			lm = ref_loss(&c, entd, reld, w, false);
-			entd[k] = x0;
-			fd = (lp - lm) / 2e-6;
+			double fd = fd_grad(&c, entd, reld, w, entd, k);
 			cr_assert(fabs(fd - eg[k]) <= 2e-4 * gmax + 2e-3 * fabs(fd),
 				  "%s head=%d ent[%zu]: %.8g vs fd %.8g", name,
 				  head, k, eg[k], fd);
 		}
 		for (size_t k = 0; k < nr; k++) {
-			double x0 = reld[k], lp, lm, fd;
-			reld[k] = x0 + 1e-6;
-			lp = ref_loss(&c, entd, reld, w, false);
-			reld[k] = x0 - 1e-6;
-			lm = ref_loss(&c, entd, reld, w, false);
-			reld[k] = x0;
-			fd = (lp - lm) / 2e-6;
+			double fd = fd_grad(&c, entd, reld, w, reld, k);
 			cr_assert(fabs(fd - rg[k]) <= 2e-4 * gmax + 2e-3 * fabs(fd),
 				  "%s head=%d rel[%zu]: %.8g vs fd %.8g", name,
 				  head, k, rg[k], fd);
