@@ -52,8 +52,9 @@ static void usage(FILE *f)
 "  --communities N      (default 64)\n"
 "  --parts K            (default 2)\n"
 "  --method metis|random   (default metis)\n"
-"  --reps N             timed reads per method and cache state (default 3;\n"
-"                       the median is reported)\n"
+"  --reps N             rounds per cache state (default 3): each round reads\n"
+"                       with every method, in an order rotated per round;\n"
+"                       the median of each method is reported\n"
 "  --reuse              keep an existing dataset in --workdir (the partition\n"
 "                       is always rebuilt, to time it)\n"
 "  -h, --help           this text\n");
@@ -112,7 +113,8 @@ static double timed_load(const struct rdps_partition *p, const struct rdps_parti
 
 			ret = rdps_loader_load(path, RDPS_BLOB_TRIPLES, &lo, &b, err, errlen);
 			if (!ret) {
-				*used_uring = b.used_uring;
+				if (m == M_URING)
+					*used_uring = b.used_uring;
 				rdps_loader_blob_free(&b);
 			}
 		} else {
@@ -286,32 +288,42 @@ int rdps_bench_load(int argc, char **argv)
 			  pi->k, total / 1048576.0, (unsigned long long)o.reps);
 	bench_table_row("%-13s %-5s %9s %9s %9s %9s %10s", "method", "cache", "seconds", "GB/s",
 			"memcpy", "ratio", "vs pread");
-	/* memcpy first: the limit of both cache states. */
-	for (int cache = 1; cache >= 0; cache--)
+	/* memcpy first: the limit of both cache states. Then, per cache state,
+	 * reps rounds in which every method reads once, in an order rotated
+	 * each round: this machine's I/O rate drifts (the disk is a VM's), and
+	 * interleaving lets every method see the same drift. */
+	for (int cache = 1; cache >= 0; cache--) {
+		double t[M_COUNT][MAX_REPS];
+		int used_uring = 0;
+
+		if (cache == 1) {
+			for (uint64_t r = 0; r < o.reps; r++)
+				t[M_MEMCPY][r] = timed_load(p, pi, M_MEMCPY, false, dst, src, total,
+							    &used_uring, err, sizeof(err));
+			/* Warm: one unmeasured read fills the page cache. */
+			if (timed_load(p, pi, M_PREAD_RAW, false, dst, src, total, &used_uring,
+				       err, sizeof(err)) < 0)
+				goto load_failed;
+		}
+		for (uint64_t r = 0; r < o.reps; r++)
+			for (int i = 0; i < M_MEMCPY; i++) {
+				int m = (int)((r + (uint64_t)i) % M_MEMCPY);
+
+				t[m][r] = timed_load(p, pi, (enum method)m, cache == 0, dst, src,
+						     total, &used_uring, err, sizeof(err));
+				if (t[m][r] < 0)
+					goto load_failed;
+			}
 		for (int m = M_MEMCPY; m >= 0; m--) {
-			double t[MAX_REPS], secs, gbs;
-			int used_uring = 0;
 			struct bench_json j;
+			double secs, gbs;
 
 			if (m == M_MEMCPY && cache == 0) {
 				limit_gbs[0] = limit_gbs[1];
 				continue; /* memcpy has no cache state: reuse the warm figure */
 			}
-			if (cache == 1 && m != M_MEMCPY) {
-				/* Warm: one unmeasured read fills the page cache. */
-				secs = timed_load(p, pi, (enum method)m, false, dst, src, total,
-						  &used_uring, err, sizeof(err));
-				if (secs < 0)
-					goto load_failed;
-			}
-			for (uint64_t r = 0; r < o.reps; r++) {
-				t[r] = timed_load(p, pi, (enum method)m, cache == 0, dst, src, total,
-						  &used_uring, err, sizeof(err));
-				if (t[r] < 0)
-					goto load_failed;
-			}
-			qsort(t, o.reps, sizeof(double), cmp_double);
-			secs = t[o.reps / 2];
+			qsort(t[m], o.reps, sizeof(double), cmp_double);
+			secs = t[m][o.reps / 2];
 			gbs = secs > 0 ? total / secs / 1e9 : NAN;
 			if (m == M_MEMCPY)
 				limit_gbs[cache] = gbs;
@@ -322,6 +334,7 @@ int rdps_bench_load(int argc, char **argv)
 			bench_json_str(&j, "cache", cache ? "warm" : "cold");
 			bench_json_int(&j, "files", pi->k);
 			bench_json_int(&j, "bytes", total);
+			bench_json_int(&j, "reps", o.reps);
 			bench_json_num(&j, "seconds", secs);
 			bench_json_num(&j, "gb_per_s", gbs);
 			if (m == M_URING) /* read_file does not say */
@@ -336,6 +349,7 @@ int rdps_bench_load(int argc, char **argv)
 					bench_ratio(gbs, limit_gbs[cache]),
 					m == M_URING ? bench_ratio(gbs, pread_gbs[cache]) : NAN);
 		}
+	}
 	rc = 0;
 	goto out;
 load_failed:

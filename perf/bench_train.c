@@ -199,9 +199,10 @@ struct train_run {
 static void parse_line(const char *line, struct train_run *r, const char *label,
 		       uint64_t t0, double pos_per_step)
 {
-	unsigned tr, threads;
+	unsigned tr;
 	unsigned long long step, max, steps;
 	double loss, rate, pull, comp, push, secs, v;
+	const char *p;
 
 	if (sscanf(line, "[trainer %u] step %llu/%llu loss %lf %lf pos/s pull %lf ms compute %lf ms push %lf ms",
 		   &tr, &step, &max, &loss, &rate, &pull, &comp, &push) == 8) {
@@ -225,8 +226,11 @@ static void parse_line(const char *line, struct train_run *r, const char *label,
 			bench_json_num(&j, "push_ms", push);
 			bench_json_end(&j);
 		}
-	} else if (sscanf(line, "[trainer %u] training done: %llu steps x %u threads in %lf s, %lf pos triples/s",
-			  &tr, &steps, &threads, &secs, &rate) == 5) {
+	} else if (sscanf(line, "[trainer %u] training done: %llu steps", &tr, &steps) == 2 &&
+		   (p = strstr(line, " threads in ")) &&
+		   sscanf(p, " threads in %lf s, %lf pos triples/s", &secs, &rate) == 2) {
+		/* "... N steps (to step M) x T threads in S s, R pos triples/s":
+		 * only the tail is parsed, so the middle may grow. */
 		r->train_s = secs;
 		r->pos_per_s = rate;
 	} else if (sscanf(line, "Test average MRR : %lf", &v) == 1) {

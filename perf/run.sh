@@ -74,7 +74,7 @@ else
 	PULL=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 1 --tput-seconds 0.5)
 	ZMQ=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 0.5 --tput-seconds 0.5)
 	PUSH=(--table-rows 100000 --batches 256,1024 --seconds 1.5)
-	LOAD=(--entities 1000000 --triples 10000000 --reps 3)
+	LOAD=(--entities 1000000 --triples 10000000 --reps 7)
 	TRAIN=(--hidden_dim 400 --max_step 300 --log_interval 50 --kernel-seconds 2)
 	CURVE=(--hidden_dim 200 --curve-steps 200,500,1000 --log_interval 50)
 	GUEST_MODE=full

@@ -1011,98 +1011,50 @@ RDPS_AI void outer_rows_acc(float *const *Y, const float *const *U,
 }
 
 /*
- * Pairwise backward for L1 / ROT: for each query a and negative b with
+ * Pairwise backward for L1: for each query a and negative b with
  * coefficient g = G[a * ldg + b] = dL/ds_ab,
- *   GQ[a] += g * ds/dq,  grad[e_b] += g * ds/de = -g * ds/dq.
- * L1: ds/dq = -sign(q - e). ROT: ds/dq_k = -(q_k - e_k) / |q_k - e_k|.
- * Queries are processed four at a time so each negative's gradient row is
- * read and written once per four queries.
+ *   GQ[a] += g * ds/dq,  grad[e_b] += g * ds/de = -g * ds/dq,
+ * ds/dq = -sign(q - e). Queries are processed four at a time so each
+ * negative's gradient row is read and written once per four queries.
+ * (ROT: rot_bwd_rows, with the moduli from the forward.)
  */
-RDPS_AI void pairwise_backward_rows(enum pair_form form, int mr,
-				    const float *const *Q, float *const *GQ,
-				    const float *G, uint32_t ldg,
-				    const float *const *E, float *const *GE,
-				    uint32_t nb, uint32_t n)
+RDPS_AI void l1_backward_rows(int mr, const float *const *Q, float *const *GQ,
+			      const float *G, uint32_t ldg, const float *const *E,
+			      float *const *GE, uint32_t nb, uint32_t n)
 {
-	if (form == FORM_L1) {
-		uint32_t n8 = n & ~7u, k;
-		for (k = 0; k < n8; k += 8) {
-			v8f q[4], gq[4];
-			for (int a = 0; a < mr; a++) {
-				q[a] = LD(Q[a] + k);
-				gq[a] = (v8f){ 0 };
-			}
-			for (uint32_t b = 0; b < nb; b++) {
-				v8f e = LD(E[b] + k), ge = (v8f){ 0 };
-				for (int a = 0; a < mr; a++) {
-					float g = G[(size_t)a * ldg + b];
-					v8f d = q[a] - e;
-					v8i pos = d > 0.0f, neg = d < 0.0f;
-					/* t = g * sign(d) */
-					v8f gv = g + (v8f){ 0 }, ngv = -gv;
-					v8f t = (v8f)(((v8i)gv & pos) | ((v8i)ngv & neg));
-					gq[a] -= t;
-					ge += t;
-				}
-				ST(GE[b] + k, LD(GE[b] + k) + ge);
-			}
-			for (int a = 0; a < mr; a++)
-				ST(GQ[a] + k, LD(GQ[a] + k) + gq[a]);
+	uint32_t n8 = n & ~7u, k;
+	for (k = 0; k < n8; k += 8) {
+		v8f q[4], gq[4];
+		for (int a = 0; a < mr; a++) {
+			q[a] = LD(Q[a] + k);
+			gq[a] = (v8f){ 0 };
 		}
-		for (; k < n; k++)
-			for (int a = 0; a < mr; a++)
-				for (uint32_t b = 0; b < nb; b++) {
-					float g = G[(size_t)a * ldg + b];
-					float d = Q[a][k] - E[b][k];
-					float t = d > 0 ? g : (d < 0 ? -g : 0.0f);
-					GQ[a][k] -= t;
-					GE[b][k] += t;
-				}
-	} else {
-		uint32_t K = n / 2, K8 = K & ~7u, k;
-		for (k = 0; k < K8; k += 8) {
-			v8f qr[4], qi[4], gr[4], gi[4];
+		for (uint32_t b = 0; b < nb; b++) {
+			v8f e = LD(E[b] + k), ge = (v8f){ 0 };
 			for (int a = 0; a < mr; a++) {
-				qr[a] = LD(Q[a] + k);
-				qi[a] = LD(Q[a] + K + k);
-				gr[a] = gi[a] = (v8f){ 0 };
+				float g = G[(size_t)a * ldg + b];
+				v8f d = q[a] - e;
+				v8i pos = d > 0.0f, neg = d < 0.0f;
+				/* t = g * sign(d) */
+				v8f gv = g + (v8f){ 0 }, ngv = -gv;
+				v8f t = (v8f)(((v8i)gv & pos) | ((v8i)ngv & neg));
+				gq[a] -= t;
+				ge += t;
 			}
-			for (uint32_t b = 0; b < nb; b++) {
-				v8f er = LD(E[b] + k), ei = LD(E[b] + K + k);
-				v8f ger = (v8f){ 0 }, gei = (v8f){ 0 };
-				for (int a = 0; a < mr; a++) {
-					float g = G[(size_t)a * ldg + b];
-					v8f dr = qr[a] - er, di = qi[a] - ei, x, y;
-					x = dr * dr + di * di;
-					vrsqrt(&x, &y);
-					y = y * g;
-					/* ds/dq = -d/|d|: GQ += g ds/dq, GE -= */
-					gr[a] -= dr * y;
-					gi[a] -= di * y;
-					ger += dr * y;
-					gei += di * y;
-				}
-				ST(GE[b] + k, LD(GE[b] + k) + ger);
-				ST(GE[b] + K + k, LD(GE[b] + K + k) + gei);
-			}
-			for (int a = 0; a < mr; a++) {
-				ST(GQ[a] + k, LD(GQ[a] + k) + gr[a]);
-				ST(GQ[a] + K + k, LD(GQ[a] + K + k) + gi[a]);
-			}
+			ST(GE[b] + k, LD(GE[b] + k) + ge);
 		}
-		for (; k < K; k++)
-			for (int a = 0; a < mr; a++)
-				for (uint32_t b = 0; b < nb; b++) {
-					float g = G[(size_t)a * ldg + b];
-					float dr = Q[a][k] - E[b][k];
-					float di = Q[a][K + k] - E[b][K + k];
-					float y = srsqrt(dr * dr + di * di) * g;
-					GQ[a][k] -= dr * y;
-					GQ[a][K + k] -= di * y;
-					GE[b][k] += dr * y;
-					GE[b][K + k] += di * y;
-				}
+		for (int a = 0; a < mr; a++)
+			ST(GQ[a] + k, LD(GQ[a] + k) + gq[a]);
 	}
+	for (; k < n; k++)
+		for (int a = 0; a < mr; a++)
+			for (uint32_t b = 0; b < nb; b++) {
+				float g = G[(size_t)a * ldg + b];
+				float d = Q[a][k] - E[b][k];
+				float t = d > 0 ? g : (d < 0 ? -g : 0.0f);
+				GQ[a][k] -= t;
+				GE[b][k] += t;
+			}
 }
 
 /*
@@ -1113,7 +1065,7 @@ RDPS_AI void pairwise_backward_rows(enum pair_form form, int mr,
  * out in the backward's reading order, [ceil(K/8)][N][mb][8] floats (1.3 MB
  * for mb = 4, K = 400, N = 200). It holds 2 y (vrsqrt2_w, one multiplication
  * less in the forward) and the backward takes g / 2: every score and
- * gradient is that of pair_block and pairwise_backward_rows, bit for bit.
+ * gradient is that of pair_block and recomputed moduli, bit for bit.
  */
 
 /* Raw ROT sums of the mb queries q_a against one negative e (as pair_block),
@@ -1173,8 +1125,28 @@ RDPS_AI void rot_fwd_rows(int wide, int mb, const float *const *qp,
 	}
 }
 
-/* pairwise_backward_rows (FORM_ROT) for mb queries, y read from Y (stored
- * by rot_fwd_rows: 2 y, with G holding g / 2). */
+/* Y[k] = 1 / |q_k - e_k| for the K = n / 2 complex components of one pair:
+ * rot_bwd_rows's Y for a single query and row (then G holds g itself). */
+RDPS_AI void rot_moduli(const float *q, const float *e, uint32_t n, float *Y)
+{
+	uint32_t K = n / 2, K8 = K & ~7u, k;
+
+	for (k = 0; k < K8; k += 8) {
+		v8f dr = LD(q + k) - LD(e + k), di = LD(q + K + k) - LD(e + K + k), x, y;
+		x = dr * dr + di * di;
+		vrsqrt(&x, &y);
+		ST(Y + k, y);
+	}
+	for (; k < K; k++) {
+		float dr = q[k] - e[k], di = q[K + k] - e[K + k];
+		Y[k] = srsqrt(dr * dr + di * di);
+	}
+}
+
+/* The RotatE backward for mb queries against nb rows with coefficients G:
+ * GQ[a] += g ds/dq, GE[b] -= the same, ds/dq_k = -(q_k - e_k) / |q_k - e_k|,
+ * y = 1 / |q_k - e_k| read from Y (stored by rot_fwd_rows as 2 y, with G
+ * holding g / 2; or by rot_moduli). */
 RDPS_AI void rot_bwd_rows(int mb, const float *const *Q, float *const *GQ,
 			  const float *G, uint32_t ldg, const float *const *E,
 			  float *const *GE, uint32_t nb, uint32_t n, const float *Y)
@@ -1779,11 +1751,18 @@ RDPS_AI void step_chunk(enum pair_form form, const struct step_args *A,
 				}
 			}
 		}
-	} else {
+	} else if (form == FORM_L1) {
 		for (uint32_t i = 0; i < C; i++)
-			pairwise_backward_rows(form, 1, sc->qp + i, sc->gqp + i,
-					       sc->pos + i, 1, sc->xp + i,
-					       sc->gxp + i, 1, n);
+			l1_backward_rows(1, sc->qp + i, sc->gqp + i, sc->pos + i, 1,
+					 sc->xp + i, sc->gxp + i, 1, n);
+	} else {
+		/* ROT: one (query, positive) pair at a time through the
+		 * negatives' backward, its moduli in Y (free until then) */
+		for (uint32_t i = 0; i < C; i++) {
+			rot_moduli(sc->qp[i], sc->xp[i], n, sc->Y);
+			rot_bwd_rows(1, sc->qp + i, sc->gqp + i, sc->pos + i, 1,
+				     sc->xp + i, sc->gxp + i, 1, n, sc->Y);
+		}
 	}
 
 	/* negatives */
@@ -1849,13 +1828,11 @@ RDPS_AI void step_chunk(enum pair_form form, const struct step_args *A,
 		const int mr = 4;
 		uint32_t i = 0;
 		for (; i + mr <= C; i += mr)
-			pairwise_backward_rows(form, mr, sc->qp + i, sc->gqp + i,
-					       sc->S + (size_t)i * N, N, sc->ep,
-					       sc->gep, N, n);
+			l1_backward_rows(mr, sc->qp + i, sc->gqp + i, sc->S + (size_t)i * N, N,
+					 sc->ep, sc->gep, N, n);
 		for (; i < C; i++)
-			pairwise_backward_rows(form, 1, sc->qp + i, sc->gqp + i,
-					       sc->S + (size_t)i * N, N, sc->ep,
-					       sc->gep, N, n);
+			l1_backward_rows(1, sc->qp + i, sc->gqp + i, sc->S + (size_t)i * N, N,
+					 sc->ep, sc->gep, N, n);
 	}
 
 	/* through the queries into x and r (RESCAL: by rescal_groups) */

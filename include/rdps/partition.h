@@ -85,8 +85,8 @@ _Static_assert(sizeof(struct rdps_blob_header) == 64, "blob header is 64 bytes")
 
 /* Loader tuning; pass NULL for the defaults. */
 struct rdps_loader_opts {
-	size_t chunk_bytes;   /* bytes per read, default 2 MiB (>= 4 KiB) */
-	unsigned queue_depth; /* reads in flight, default 16 (1..256) */
+	size_t chunk_bytes;   /* bytes per read, default 512 KiB (>= 4 KiB) */
+	unsigned queue_depth; /* reads in flight, default 8 (1..256) */
 	int force_pread;      /* 1: skip io_uring (benchmarks, tests) */
 };
 

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +49,10 @@ static int run_bench(const char *args)
 }
 
 /* Every stdout line is a JSON object with "bench"; objects of kind `kind`
- * carry every key of keys (NULL-terminated). Returns how many such
- * objects were seen. */
+ * carry every key of keys (NULL-terminated; a key written "+name" must be a
+ * number > 0: a figure the benchmark failed to measure or parse shows up as
+ * 0 or null, which no timing-free smoke run should let through). Returns how
+ * many such objects were seen. */
 static int check_lines(const char *kind, const char *const *keys)
 {
 	char path[1024], line[8192];
@@ -70,9 +73,17 @@ static int check_lines(const char *kind, const char *const *keys)
 		b = json_string_value(json_object_get(o, "bench"));
 		cr_assert(b, "line %d has no \"bench\": %s", lineno, line);
 		if (!strcmp(b, kind)) {
-			for (const char *const *k = keys; *k; k++)
-				cr_assert(json_object_get(o, *k), "%s line %d lacks \"%s\": %s", kind,
-					  lineno, *k, line);
+			for (const char *const *k = keys; *k; k++) {
+				bool positive = **k == '+';
+				const char *key = *k + positive;
+				json_t *v = json_object_get(o, key);
+
+				cr_assert(v, "%s line %d lacks \"%s\": %s", kind, lineno, key, line);
+				if (positive)
+					cr_assert(json_is_number(v) && json_number_value(v) > 0,
+						  "%s line %d: \"%s\" is not a positive number: %s",
+						  kind, lineno, key, line);
+			}
 			seen++;
 		}
 		json_decref(o);
@@ -97,10 +108,10 @@ TestSuite(bench, .init = setup, .fini = teardown);
 
 Test(bench, pull_tcp)
 {
-	static const char *const lat[] = { "transport", "rows", "dim", "ids", "p50_us", "p99_us",
-					   "p999_us", "limit_p50_us", "ratio", NULL };
-	static const char *const tput[] = { "transport", "rows", "dim", "clients", "rows_per_s",
-					    "gb_per_s", "limit_rows_per_s", "ratio", NULL };
+	static const char *const lat[] = { "transport", "rows", "dim", "ids", "+p50_us", "+p99_us",
+					   "+p999_us", "+limit_p50_us", "+ratio", NULL };
+	static const char *const tput[] = { "transport", "rows", "dim", "clients", "+rows_per_s",
+					    "+gb_per_s", "+limit_rows_per_s", "+ratio", NULL };
 	char args[512];
 	int rc;
 
@@ -140,8 +151,8 @@ Test(bench, pull_verbs_without_device_is_a_clear_error)
 
 Test(bench, push)
 {
-	static const char *const keys[] = { "optimizer", "rows", "dim", "pushes_per_s", "gb_per_s",
-					    "server_rows_applied", "apply_rows_per_core_s", NULL };
+	static const char *const keys[] = { "optimizer", "rows", "dim", "+pushes_per_s", "+gb_per_s",
+					    "+server_rows_applied", "+apply_rows_per_core_s", NULL };
 	char args[256];
 	int rc;
 
@@ -156,9 +167,9 @@ Test(bench, push)
 
 Test(bench, zmq)
 {
-	static const char *const lat[] = { "rows", "dim", "zmq_p50_us", "rdps_p50_us", "ratio", NULL };
-	static const char *const tput[] = { "rows", "dim", "clients", "zmq_rows_per_s",
-					    "rdps_rows_per_s", "ratio", NULL };
+	static const char *const lat[] = { "rows", "dim", "+zmq_p50_us", "+rdps_p50_us", "+ratio", NULL };
+	static const char *const tput[] = { "rows", "dim", "clients", "+zmq_rows_per_s",
+					    "+rdps_rows_per_s", "+ratio", NULL };
 	char args[256];
 	int rc, port = rdps_test_free_ports(60);
 
@@ -174,10 +185,10 @@ Test(bench, zmq)
 
 Test(bench, load)
 {
-	static const char *const part[] = { "seconds", "peak_rss_mib", "csr_mib", "peak_over_csr",
+	static const char *const part[] = { "+seconds", "+peak_rss_mib", "+csr_mib", "+peak_over_csr",
 					    NULL };
-	static const char *const load[] = { "method", "cache", "bytes", "gb_per_s",
-					    "limit_gb_per_s", "ratio", NULL };
+	static const char *const load[] = { "method", "cache", "+bytes", "+gb_per_s",
+					    "+limit_gb_per_s", "+ratio", NULL };
 	char args[512];
 	int rc;
 
@@ -193,11 +204,11 @@ Test(bench, load)
 
 Test(bench, train)
 {
-	static const char *const kernel[] = { "model", "hidden_dim", "pos_per_s", "ratio", NULL };
-	static const char *const train[] = { "mode", "pos_per_s", "pull_share", "compute_share",
+	static const char *const kernel[] = { "model", "hidden_dim", "+pos_per_s", "+ratio", NULL };
+	static const char *const train[] = { "mode", "+pos_per_s", "pull_share", "+compute_share",
 					     "push_share", NULL };
-	static const char *const eval[] = { "steps", "train_s", "mrr", "hits10", NULL };
-	static const char *const log[] = { "run", "t_s", "step", "loss", NULL };
+	static const char *const eval[] = { "steps", "train_s", "+pos_per_s", "+mrr", "hits10", NULL };
+	static const char *const log[] = { "run", "+t_s", "+step", "+loss", NULL };
 	char args[1024];
 	int rc;
 

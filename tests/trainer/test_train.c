@@ -260,7 +260,9 @@ Test(train, distributed_matches_standalone)
 
 	small_opts(&o, data);
 	o.batch_size = 1024;
-	o.max_step = 500;
+	/* Past the steep part of the curve (MRR ~0.39): at 500 steps (MRR ~0.1,
+	 * rising fast) scheduling alone moved the two runs 0.025 apart in CI. */
+	o.max_step = 2000;
 	o.num_thread = 2;
 	/* 18 relations x 12 values: the per-relation reduce takes 4 rounds */
 	o.eval_per_relation = true;
