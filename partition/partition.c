@@ -53,6 +53,7 @@ struct build {
 	uint64_t *part_local;
 	uint64_t *part_sum;     /* payload checksums */
 	uint64_t local, cut;
+	long pre_metis_rss_kib;
 	struct rdps_blob_writer **w;
 	struct rdps_blob_writer *split_w;
 	struct csr *csr;        /* graph being filled */
@@ -84,6 +85,14 @@ int rdps_partition_method_parse(const char *name, enum rdps_partition_method *m)
 static double secs(const struct build *b)
 {
 	return (double)(rdps_now_ns() - b->t0) / 1e9;
+}
+
+/* The process's peak resident set so far (0 if getrusage fails). */
+static long peak_rss_kib(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_maxrss;
 }
 
 static int train_batch(void *ctx, const uint32_t *ids, size_t n)
@@ -236,16 +245,17 @@ static int partition_metis(struct build *b)
 	METIS_SetDefaultOptions(options);
 	options[METIS_OPTION_SEED] = (idx_t)((b->o->seed ^ (b->o->seed >> 32)) & 0x7fffffff);
 	options[METIS_OPTION_NUMBERING] = 0;
-	rdps_info("partition: METIS_PartGraphKway k=%u, balancing entities and triples",
-		  b->o->k);
+	b->pre_metis_rss_kib = peak_rss_kib();
+	rdps_info("partition: METIS_PartGraphKway k=%u, balancing entities and triples "
+		  "(peak RSS so far %.0f MiB)", b->o->k, b->pre_metis_rss_kib / 1024.0);
 	r = METIS_PartGraphKway(&nv, &ncon, g.xadj, g.adjncy, vwgt, NULL, g.adjwgt,
 				&nparts, NULL, ubvec, options, &objval, part);
 	if (r != METIS_OK) {
 		ret = metis_error(b, r);
 		goto err_free;
 	}
-	rdps_info("partition: METIS done, edge cut %lld (%.1f s)", (long long)objval,
-		  secs(b));
+	rdps_info("partition: METIS done, edge cut %lld (%.1f s, peak RSS %.0f MiB)",
+		  (long long)objval, secs(b), peak_rss_kib() / 1024.0);
 	for (uint32_t v = 0; v < b->n; v++)
 		b->part[v] = (uint32_t)part[v];
 	ret = 0;
@@ -615,7 +625,6 @@ int rdps_partition_build(const struct rdps_partition_opts *o,
 			 size_t errlen)
 {
 	struct build b = { .o = o, .err = err, .errlen = errlen, .t0 = rdps_now_ns() };
-	struct rusage ru;
 	double fraction;
 	int64_t n;
 	int ret;
@@ -745,8 +754,8 @@ int rdps_partition_build(const struct rdps_partition_opts *o,
 			res->max_part_entities = b.ranges[p + 1] - b.ranges[p];
 	}
 	res->seconds = secs(&b);
-	if (!getrusage(RUSAGE_SELF, &ru))
-		res->peak_rss_kib = ru.ru_maxrss;
+	res->peak_rss_kib = peak_rss_kib();
+	res->pre_metis_rss_kib = b.pre_metis_rss_kib;
 	ret = 0;
 
 err_free:

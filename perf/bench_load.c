@@ -251,6 +251,7 @@ int rdps_bench_load(int argc, char **argv)
 		bench_json_num(&j, "peak_rss_mib", peak / 1048576);
 		bench_json_num(&j, "csr_mib", csr / 1048576);
 		bench_json_num(&j, "peak_over_csr", peak / csr);
+		bench_json_num(&j, "pre_metis_rss_mib", pr.pre_metis_rss_kib / 1024.0);
 		bench_json_num(&j, "local_triple_fraction", pr.local_triple_fraction);
 		bench_json_end(&j);
 		bench_table_title("partition: %s, k=%llu, %llu entities, %llu train triples",

@@ -192,6 +192,8 @@ struct rdps_partition_result {
 	uint64_t max_part_entities;   /* largest part's entities */
 	double seconds;               /* wall time of the build */
 	long peak_rss_kib;            /* getrusage ru_maxrss after the build */
+	long pre_metis_rss_kib;       /* ru_maxrss just before METIS ran (0:
+				       * random); the rest is METIS's own */
 };
 
 /*

@@ -206,6 +206,9 @@ Test(partition, metis_beats_random_on_communities)
 	cr_assert_leq(rm.max_part_triples, rm.num_train / 4 * 1.11);
 	cr_assert_eq(rr.max_part_entities, 5000);
 	cr_assert_gt(rm.peak_rss_kib, 0);
+	cr_assert_gt(rm.pre_metis_rss_kib, 0);
+	cr_assert_leq(rm.pre_metis_rss_kib, rm.peak_rss_kib);
+	cr_assert_eq(rr.pre_metis_rss_kib, 0, "random runs no METIS");
 	free(pm);
 	free(pr);
 	free(data);
