@@ -15,8 +15,8 @@
 /* Rows per request: keeps frames well under every backend's limit. */
 #define CLIENT_MAX_REQ_BYTES (16u << 20)
 #define CLIENT_MAX_REQ_ROWS 65536u
-/* Requests posted per server before waiting (below every backend's cap). */
-#define CLIENT_POST_DEPTH 32u
+/* Requests posted per server before waiting. */
+#define CLIENT_POST_DEPTH RDPS_TRANSPORT_POST_DEPTH
 
 struct rdps_client {
 	const struct rdps_transport_ops *ops;

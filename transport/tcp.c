@@ -22,7 +22,7 @@
 #include "tcp.h"
 #include "wire.h"
 
-#define TCP_MAX_PENDING_PULLS 64
+#define TCP_MAX_PENDING_PULLS RDPS_TRANSPORT_POST_DEPTH
 #define TCP_PUSH_RING 4096              /* unacknowledged pushes */
 #define TCP_TX_HIGH (8u << 20)          /* stop reading a conn above this */
 #define TCP_RX_CHUNK (256u << 10)

@@ -209,7 +209,7 @@ struct verbs_conn {
 	uint64_t flush_want;         /* ... expected once the last flush is done */
 	uint32_t flush_failed;       /* push messages the server refused */
 	/* pulls */
-	struct verbs_pull pend[64];
+	struct verbs_pull pend[RDPS_TRANSPORT_POST_DEPTH];
 	uint32_t npend;
 	struct verbs_read reads[VERBS_READS_PER_POST];
 	uint32_t nreads;            /* READs of the posted batch */

@@ -180,6 +180,9 @@ struct rdps_tserver {
 
 /* ---------------------------------------------------------------------- */
 
+/* Pulls every backend accepts on one connection between two pull_wait()s. */
+#define RDPS_TRANSPORT_POST_DEPTH 32u
+
 struct rdps_transport_ops {
 	const char *name;
 
@@ -193,7 +196,8 @@ struct rdps_transport_ops {
 
 	/* Starts reading rows of ids (all within this server's range of the
 	 * table) into out (n * dim floats). ids and out must stay valid until
-	 * pull_wait() returns. Several pulls may be posted before one wait. */
+	 * pull_wait() returns. Up to RDPS_TRANSPORT_POST_DEPTH pulls may be
+	 * posted before one wait (-EBUSY beyond). */
 	int (*pull_post)(struct rdps_conn *c, uint32_t table,
 			 const uint64_t *ids, uint32_t n, float *out);
 	/* Completes every posted pull. */

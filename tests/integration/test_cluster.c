@@ -389,3 +389,72 @@ ParameterizedTest(struct transport_param *tp, cluster, exact_sums, .timeout = 18
 	free(cl.ipc);
 	free(cl.dir);
 }
+
+/*
+ * Wide rows over TCP: pulls of megabytes (9000 ids of 4 KiB rows: the client
+ * splits them into several requests per server, all posted before the
+ * first wait) must give exactly what row-by-row pulls give, in the caller's
+ * order, duplicates included.
+ */
+#define WIDE_ROWS 611
+#define WIDE_DIM 1031 /* odd: 4124-byte rows */
+
+Test(cluster, wide_pulls_match_row_by_row, .timeout = 120)
+{
+	char *dir = rdps_test_tmpdir("wide"), text[128], sid[2][8], table[64], logs[2][512];
+	int base = rdps_test_free_ports(2), st;
+	struct rdps_client_params p = { .transport = "tcp", .num_clients = 1, .quiet = true,
+					.timeout_ms = 20000 };
+	struct rdps_client *c;
+	struct rdps_table_info ti;
+	const size_t sizes[] = { 1500, 9000 }; /* 9000: two requests per server */
+	float *truth = malloc(sizeof(float) * WIDE_ROWS * WIDE_DIM);
+	float *got = malloc(sizeof(float) * 9000 * WIDE_DIM);
+	uint64_t *ids = malloc(sizeof(uint64_t) * 9000);
+	pid_t srv[2];
+	char err[512];
+
+	cr_assert(dir && base > 0 && truth && got && ids);
+	snprintf(text, sizeof(text), "127.0.0.1 %d 2\n", base);
+	p.ip_config = rdps_test_write(dir, "ip_config.txt", text);
+	snprintf(table, sizeof(table), "wide:%d:%d", WIDE_ROWS, WIDE_DIM);
+	for (int s = 0; s < 2; s++) {
+		char *argv[] = { RDPS_BIN, "server", "--ip_config", (char *)p.ip_config,
+				 "--server_id", sid[s], "--transport", "tcp", "--table", table,
+				 "--init", "uniform", "--seed", "7", NULL };
+
+		snprintf(sid[s], sizeof(sid[s]), "%d", s);
+		snprintf(logs[s], sizeof(logs[s]), "%s/server%d.log", dir, s);
+		srv[s] = rdps_test_spawn(argv, logs[s]);
+		cr_assert_gt(srv[s], 0);
+	}
+	cr_assert_eq(rdps_client_create(&p, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_client_table(c, "wide", &ti), 0);
+	for (uint64_t id = 0; id < WIDE_ROWS; id++)
+		cr_assert_eq(rdps_client_pull(c, ti.id, &id, 1, truth + id * WIDE_DIM), 0, "%s",
+			     rdps_client_errmsg(c));
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+
+		for (size_t i = 0; i < n; i++) /* both servers, interleaved, repeats */
+			ids[i] = (i * 389 + k * 17) % WIDE_ROWS;
+		memset(got, 0xff, n * WIDE_DIM * sizeof(float));
+		cr_assert_eq(rdps_client_pull(c, ti.id, ids, n, got), 0, "%s", rdps_client_errmsg(c));
+		for (size_t i = 0; i < n; i++)
+			cr_assert(!memcmp(got + i * WIDE_DIM, truth + ids[i] * WIDE_DIM,
+					  WIDE_DIM * sizeof(float)),
+				  "pull of %zu rows: row %zu (id %llu) differs", n, i,
+				  (unsigned long long)ids[i]);
+	}
+	cr_assert_eq(rdps_client_shutdown_servers(c), 0, "%s", rdps_client_errmsg(c));
+	rdps_client_destroy(c);
+	for (int s = 0; s < 2; s++) {
+		cr_assert_eq(rdps_test_wait(srv[s], 10000, &st), 0, "server %d did not exit", s);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server %d failed", s);
+	}
+	free(truth);
+	free(got);
+	free(ids);
+	rdps_test_rmtree(dir);
+	free(dir);
+}
