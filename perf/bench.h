@@ -114,6 +114,9 @@ void bench_table_row(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 /* figure / limit, NaN when the limit is missing or zero. */
 double bench_ratio(double figure, double limit);
 
+/* The median of v[0..n) (sorts v); NAN if n is 0. */
+double bench_median(double *v, size_t n);
+
 /* ---------------------------------------------------------------------- */
 /* Option helpers                                                          */
 

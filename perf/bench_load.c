@@ -71,13 +71,6 @@ static int drop_cache(const char *path)
 	return ret;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 enum method { M_URING, M_PREAD, M_URING_RAW, M_PREAD_RAW, M_MEMCPY, M_COUNT };
 static const char *const method_names[M_COUNT] = {
 	"io_uring", "pread", "io_uring_raw", "pread_raw", "memcpy",
@@ -323,8 +316,7 @@ int rdps_bench_load(int argc, char **argv)
 				limit_gbs[0] = limit_gbs[1];
 				continue; /* memcpy has no cache state: reuse the warm figure */
 			}
-			qsort(t[m], o.reps, sizeof(double), cmp_double);
-			secs = t[m][o.reps / 2];
+			secs = bench_median(t[m], o.reps);
 			gbs = secs > 0 ? total / secs / 1e9 : NAN;
 			if (m == M_MEMCPY)
 				limit_gbs[cache] = gbs;

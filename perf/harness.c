@@ -195,6 +195,21 @@ void bench_table_row(const char *fmt, ...)
 	fflush(stderr);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, size_t n)
+{
+	if (!n)
+		return NAN;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
 double bench_ratio(double figure, double limit)
 {
 	if (!isfinite(figure) || !isfinite(limit) || limit == 0)

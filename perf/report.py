@@ -234,9 +234,10 @@ if g_verbs:
               "the same device in the same guest, spawned by `rdps bench pull`: `ib_read_lat` of the bytes one "
               "pull reads (a row's stride; for clustered ids, which rdps coalesces into one READ, n strides); "
               "for random ids (n separate READs in one post list) `ib_read_lat` of one row plus (n-1) / the "
-              "READ message rate of `ib_read_bw` at the row size. Single-row limits are measured again right after "
-              "each single-row figure (a TCG guest's speed drifts over minutes, so a limit taken minutes earlier "
-              "is not the same path any more); the others once per size. Throughput limit: n rows per latency limit "
+              "READ message rate of `ib_read_bw` at the row size. A TCG guest's speed drifts within minutes (the same "
+              "`ib_read_lat` gave 36 and 70 us a few minutes apart), so single-row figures are taken in 3 rounds of an "
+              "rdps sample followed by `ib_read_lat`: the rdps p50 over all rounds beside the median of the rounds' "
+              "limits; the other limits are measured once per size. Throughput limit: n rows per latency limit "
               "per client, capped by the `ib_read_bw` message rate. Both read modes (`--read-consistency "
               "validated|relaxed`) are measured; their difference is the cost of validation.\n")
     md.append(table(LAT_HEAD, lat_rows(g_verbs)))
