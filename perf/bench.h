@@ -172,6 +172,10 @@ bool bench_worker_wait(struct bench_worker *w);
 int bench_run_workers(void *workers, size_t stride, uint32_t k, void *(*fn)(void *),
 		      uint64_t *count, uint64_t *ns);
 
+/* bench_run_workers, as a rate: the summed count per second of the longest
+ * elapsed time, or the (negative) error. */
+double bench_run_rate(void *workers, size_t stride, uint32_t k, void *(*fn)(void *));
+
 /* ---------------------------------------------------------------------- */
 /* In-process cluster                                                      */
 

@@ -304,12 +304,7 @@ static void *tput_main(void *arg)
 /* Runs k workers; returns rows/s or a negative errno. */
 static double run_tput(struct tput_worker *w, uint32_t k)
 {
-	uint64_t rows, ns;
-	int ret = bench_run_workers(w, sizeof(*w), k, tput_main, &rows, &ns);
-
-	if (ret)
-		return ret;
-	return ns ? rows / (ns / 1e9) : 0;
+	return bench_run_rate(w, sizeof(*w), k, tput_main);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -625,7 +620,7 @@ int rdps_bench_pull(int argc, char **argv)
 						}
 					}
 					for (int q = 0; got && q < 3; q++)
-						lim[q] = bench_median(rl[q], got);
+						lim[q] = bench_median(rl[q], got); /* sorts rl[q] */
 					bench_lat_summary(&lat, &pc);
 					snprintf(label, sizeof(label), "rdps-%s-%s-n%u-d%u-%s", o.transport,
 						 mode_name(o.modes[m]), n, dim, clustered ? "clustered" : "random");
@@ -663,8 +658,11 @@ int rdps_bench_pull(int argc, char **argv)
 					bench_json_num(&j, "p999_us", pc.p999_us);
 					bench_json_num(&j, "mean_us", pc.mean_us);
 					bench_json_str(&j, "limit", kind);
-					if (got)
+					if (got) {
 						bench_json_int(&j, "limit_rounds", got);
+						bench_json_num(&j, "limit_p50_min_us", rl[0][0]);
+						bench_json_num(&j, "limit_p50_max_us", rl[0][got - 1]);
+					}
 					bench_json_num(&j, "limit_p50_us", lim[0]);
 					bench_json_num(&j, "limit_p99_us", lim[1]);
 					bench_json_num(&j, "limit_p999_us", lim[2]);

@@ -201,12 +201,7 @@ static void *zcli_main(void *arg)
 
 static double run_clients(struct zcli *w, uint32_t k)
 {
-	uint64_t rows, ns;
-	int ret = bench_run_workers(w, sizeof(*w), k, zcli_main, &rows, &ns);
-
-	if (ret)
-		return ret;
-	return ns ? rows / (ns / 1e9) : 0;
+	return bench_run_rate(w, sizeof(*w), k, zcli_main);
 }
 
 int rdps_bench_zmq(int argc, char **argv)

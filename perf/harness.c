@@ -475,3 +475,13 @@ int bench_run_workers(void *workers, size_t stride, uint32_t k, void *(*fn)(void
 	}
 	return ret;
 }
+
+double bench_run_rate(void *workers, size_t stride, uint32_t k, void *(*fn)(void *))
+{
+	uint64_t count, ns;
+	int ret = bench_run_workers(workers, stride, k, fn, &count, &ns);
+
+	if (ret)
+		return ret;
+	return ns ? count / (ns / 1e9) : 0;
+}
