@@ -252,6 +252,7 @@ struct bench_perftest_opts {
 	uint16_t port;     /* -p, changed per run by the caller */
 	unsigned iters;    /* -n (latency tools) */
 	unsigned seconds;  /* -D (bandwidth tools: steady state, not ramp-up) */
+	unsigned qps;      /* -q (bandwidth tools), 0 or 1: one queue pair */
 	int timeout_s;     /* per process */
 };
 

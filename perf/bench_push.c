@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * rdps bench push: pushes/s and gradient GB/s applied per optimizer, and the
- * server's apply rate per core.
+ * server's apply rate per core, each beside a limit measured in the same run:
+ *   tcp    the same bytes streamed one way over raw TCP connections (one per
+ *          client, TCP_NODELAY) to a thread that reads and drops them, for the
+ *          same time, then one round trip (as the flush);
+ *   verbs  perftest ib_send_bw on the same RDMA device, at the push's size
+ *          (at most 1 MiB), one queue pair per client: SENDs carry pushes.
  *
  * One in-process cluster holds one table per optimizer. For each optimizer
  * and batch size, every client pushes random ids for --seconds, then
@@ -12,9 +17,11 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "perf/bench.h"
 
@@ -31,6 +38,9 @@ struct push_opts {
 	int opts[3];
 	int nopts;
 	double seconds;
+	bool limits;
+	const char *ib_dev;
+	int gid_index; /* -2: from --host */
 };
 
 static void usage(FILE *f)
@@ -55,12 +65,18 @@ static void usage(FILE *f)
 "  --batches LIST             rows per push (default 1024)\n"
 "  --optimizers LIST          (default sgd,adagrad_row,adagrad)\n"
 "  --seconds S                per configuration (default 2)\n"
+"  --no-limit                 do not measure the limits\n"
+"  --ib-dev NAME, --gid-index N   perftest's -d / -x (verbs; default: the\n"
+"                             device and RoCE v2 GID of --host)\n"
 "  -h, --help                 this text\n");
 }
 
 struct push_worker {
 	struct bench_worker base; /* first: run by bench_run_workers; count: pushes */
-	struct rdps_client *c;
+	struct rdps_client *c; /* rdps client, or */
+	int fd;                /* raw TCP stream (the limit) */
+	void *buf;             /* its message buffer */
+	uint32_t msg;          /* its message bytes */
 	uint32_t table, n, dim;
 	uint64_t table_rows;
 	uint64_t *ids;
@@ -78,6 +94,15 @@ static void *push_main(void *arg)
 	t0 = now = rdps_now_ns();
 	deadline = t0 + (uint64_t)(w->seconds * 1e9);
 	while (now < deadline) {
+		if (!w->c) {
+			/* Reply 0: the limit server reads the message, answers nothing. */
+			w->base.ret = bench_pingpong_once(w->fd, w->buf, w->msg, 0);
+			if (w->base.ret)
+				break;
+			w->base.count++;
+			now = rdps_now_ns();
+			continue;
+		}
 		bench_fill_ids(w->ids, w->n, w->table_rows, false, &seed);
 		w->base.ret = rdps_client_push(w->c, w->table, w->ids, w->grads, w->n);
 		if (w->base.ret)
@@ -85,11 +110,19 @@ static void *push_main(void *arg)
 		w->base.count++;
 		now = rdps_now_ns();
 	}
-	/* The time includes applying: flush waits for the servers. */
+	/* The time includes applying: flush waits for the servers (the limit:
+	 * one round trip, answered after every earlier message was read). */
 	if (!w->base.ret)
-		w->base.ret = rdps_client_flush(w->c);
+		w->base.ret = w->c ? rdps_client_flush(w->c) : bench_pingpong_once(w->fd, w->buf, 8, 8);
 	w->base.ns = rdps_now_ns() - t0;
 	return NULL;
+}
+
+/* Bytes of one push of n rows on the wire: frame header, rows header, ids,
+ * gradients (padded to 8), as the TCP transport sends it. */
+static uint32_t push_bytes(uint32_t n, uint32_t dim)
+{
+	return (uint32_t)(16 + 8 + (uint64_t)n * 8 + RDPS_ALIGN_UP((uint64_t)n * dim * 4, 8));
 }
 
 static int server_rows_pushed(struct rdps_client *c, uint32_t servers, uint64_t *rows)
@@ -109,7 +142,7 @@ static int server_rows_pushed(struct rdps_client *c, uint32_t servers, uint64_t 
 int rdps_bench_push(int argc, char **argv)
 {
 	enum { O_TRANSPORT = 256, O_HOST, O_PORT, O_SERVERS, O_CLIENTS, O_ROWS, O_DIM, O_BATCHES,
-	       O_OPTS, O_SECONDS };
+	       O_OPTS, O_SECONDS, O_NOLIMIT, O_IBDEV, O_GID };
 	static const struct option lopts[] = {
 		{ "transport", required_argument, NULL, O_TRANSPORT },
 		{ "host", required_argument, NULL, O_HOST },
@@ -121,6 +154,9 @@ int rdps_bench_push(int argc, char **argv)
 		{ "batches", required_argument, NULL, O_BATCHES },
 		{ "optimizers", required_argument, NULL, O_OPTS },
 		{ "seconds", required_argument, NULL, O_SECONDS },
+		{ "no-limit", no_argument, NULL, O_NOLIMIT },
+		{ "ib-dev", required_argument, NULL, O_IBDEV },
+		{ "gid-index", required_argument, NULL, O_GID },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -128,15 +164,20 @@ int rdps_bench_push(int argc, char **argv)
 		.transport = "tcp", .host = "127.0.0.1", .servers = 1, .clients = 1,
 		.table_rows = 100000, .dim = 400, .batches = { 1024 }, .nbatches = 1,
 		.opts = { RDPS_OPT_SGD, RDPS_OPT_ADAGRAD_ROW, RDPS_OPT_ADAGRAD }, .nopts = 3,
-		.seconds = 2,
+		.seconds = 2, .limits = true, .gid_index = -2,
 	};
 	struct bench_cluster_opts co;
 	struct bench_cluster *cl = NULL;
 	struct rdps_client *clients[MAX_CLIENTS] = { NULL };
-	struct push_worker w[MAX_CLIENTS];
+	struct push_worker w[MAX_CLIENTS], lw[MAX_CLIENTS];
+	struct bench_pingpong *pp = NULL;
+	struct bench_perftest_opts po = { 0 };
+	char dev[64];
+	bool verbs;
 	uint64_t v, max_batch = 0;
 	char err[1024];
 	int opt, li = 0, ret, rc = 1;
+	bool limit_failed = false;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, &li)) != -1) {
@@ -190,6 +231,13 @@ int rdps_bench_push(int argc, char **argv)
 				goto bad;
 			break;
 		}
+		case O_NOLIMIT: o.limits = false; break;
+		case O_IBDEV: o.ib_dev = optarg; break;
+		case O_GID:
+			if (bench_parse_u64(optarg, 0, 65535, &v))
+				goto bad;
+			o.gid_index = (int)v;
+			break;
 		case O_SECONDS:
 			if (bench_parse_double(optarg, 0.01, 3600, &o.seconds))
 				goto bad;
@@ -208,6 +256,7 @@ int rdps_bench_push(int argc, char **argv)
 	}
 	for (int i = 0; i < o.nbatches; i++)
 		max_batch = o.batches[i] > max_batch ? o.batches[i] : max_batch;
+	verbs = !strcmp(o.transport, "verbs");
 
 	co = (struct bench_cluster_opts){ .transport = o.transport, .host = o.host,
 					  .port = bench_pick_port(o.port, o.servers), .num_servers = o.servers,
@@ -223,6 +272,9 @@ int rdps_bench_push(int argc, char **argv)
 		return 1;
 	}
 	memset(w, 0, sizeof(w));
+	memset(lw, 0, sizeof(lw));
+	for (uint32_t i = 0; i < MAX_CLIENTS; i++)
+		lw[i].fd = -1;
 	for (uint32_t i = 0; i < o.clients; i++) {
 		ret = bench_cluster_client(cl, i, o.clients, RDPS_READ_VALIDATED, &clients[i], err,
 					   sizeof(err));
@@ -239,17 +291,48 @@ int rdps_bench_push(int argc, char **argv)
 		for (uint64_t k = 0; k < max_batch * o.dim; k++)
 			w[i].grads[k] = (float)((k % 17) - 8) * 1e-3f;
 	}
+	if (o.limits && !verbs) {
+		ret = bench_pingpong_start(o.host, &pp, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rdps bench push: %s\n", err);
+			goto out;
+		}
+		for (uint32_t i = 0; i < o.clients; i++) {
+			lw[i].fd = bench_pingpong_connect(pp);
+			lw[i].buf = bench_alloc(push_bytes((uint32_t)max_batch, (uint32_t)o.dim));
+			if (lw[i].fd < 0 || !lw[i].buf) {
+				fprintf(stderr, "rdps bench push: limit connection: %s\n",
+					rdps_strerror(lw[i].fd < 0 ? lw[i].fd : -ENOMEM));
+				goto out;
+			}
+		}
+	}
+	if (o.limits && verbs) {
+		ret = bench_rdma_device(o.host, dev, sizeof(dev), &po.gid_index, err, sizeof(err));
+		if (ret && !o.ib_dev) {
+			fprintf(stderr, "rdps bench push: %s\n", err);
+			goto out;
+		}
+		po.dev = o.ib_dev ? o.ib_dev : dev;
+		if (o.gid_index != -2)
+			po.gid_index = o.gid_index;
+		po.host = o.host;
+		po.timeout_s = 120;
+		po.seconds = 2;
+		po.qps = o.clients; /* one queue pair per pushing client, as rdps */
+		po.port = (uint16_t)(co.port + 100);
+	}
 
 	bench_table_title("push, %s, %u server(s), %u client(s), dim %llu (gradient payload GB/s)",
 			  o.transport, o.servers, o.clients, (unsigned long long)o.dim);
-	bench_table_row("%-12s %6s %10s %12s %8s | %12s %10s %14s %12s", "optimizer", "rows",
-			"pushes/s", "rows/s", "GB/s", "srv applied", "srv cpu s", "rows/core-s",
-			"GB/core-s");
+	bench_table_row("%-12s %6s %10s %12s %8s | %12s %10s %14s %12s | %-11s %10s %8s %6s",
+			"optimizer", "rows", "pushes/s", "rows/s", "GB/s", "srv applied", "srv cpu s",
+			"rows/core-s", "GB/core-s", "limit", "pushes/s", "GB/s", "ratio");
 	for (int t = 0; t < o.nopts; t++)
 		for (int b = 0; b < o.nbatches; b++) {
 			uint32_t n = (uint32_t)o.batches[b];
 			uint64_t rows0, rows1, cpu0 = 0, cpu1 = 0, pushes = 0, ns = 0;
-			double secs, cpu_s, applied, per_core;
+			double secs, cpu_s, applied, per_core, lrate;
 			struct bench_json j;
 
 			ret = server_rows_pushed(clients[0], o.servers, &rows0);
@@ -282,6 +365,32 @@ int rdps_bench_push(int argc, char **argv)
 				goto stats_failed;
 			secs = ns / 1e9;
 			cpu_s = (cpu1 - cpu0) / 1e9;
+			lrate = NAN;
+			if (pp) {
+				for (uint32_t i = 0; i < o.clients; i++) {
+					lw[i].msg = push_bytes(n, (uint32_t)o.dim);
+					lw[i].seconds = o.seconds;
+				}
+				lrate = bench_run_rate(lw, sizeof(*lw), o.clients, push_main);
+				if (lrate < 0) {
+					fprintf(stderr, "rdps bench push: limit stream: %s\n",
+						rdps_strerror((int)lrate));
+					goto out;
+				}
+			} else if (po.dev && !limit_failed) {
+				struct bench_perftest pt;
+				uint32_t sz = push_bytes(n, (uint32_t)o.dim);
+
+				po.port++;
+				ret = bench_perftest("ib_send_bw", &po, sz < (1u << 20) ? sz : 1u << 20, &pt,
+						     err, sizeof(err));
+				if (ret) {
+					fprintf(stderr, "rdps bench push: limit not measured: %s\n", err);
+					limit_failed = true;
+				} else {
+					lrate = pt.bw_bytes_s / sz;
+				}
+			}
 			applied = (double)(rows1 - rows0);
 			per_core = cpu_s > 0 ? applied / cpu_s : 0;
 			bench_json_begin(&j, "push");
@@ -299,11 +408,17 @@ int rdps_bench_push(int argc, char **argv)
 			bench_json_num(&j, "server_cpu_s", cpu_s);
 			bench_json_num(&j, "apply_rows_per_core_s", per_core);
 			bench_json_num(&j, "apply_gb_per_core_s", per_core * o.dim * 4 / 1e9);
+			bench_json_str(&j, "limit", verbs ? "ib_send_bw" : "tcp_stream");
+			bench_json_int(&j, "limit_msg_bytes", push_bytes(n, (uint32_t)o.dim));
+			bench_json_num(&j, "limit_pushes_per_s", lrate);
+			bench_json_num(&j, "limit_gb_per_s", lrate * n * o.dim * 4 / 1e9);
+			bench_json_num(&j, "ratio", bench_ratio(pushes / secs, lrate));
 			bench_json_end(&j);
-			bench_table_row("%-12s %6u %10.0f %12.0f %8.3f | %12.0f %10.2f %14.0f %12.3f",
+			bench_table_row("%-12s %6u %10.0f %12.0f %8.3f | %12.0f %10.2f %14.0f %12.3f | %-11s %10.0f %8.3f %6.2f",
 					rdps_optimizer_name(o.opts[t]), n, pushes / secs, applied / secs,
 					applied * o.dim * 4 / secs / 1e9, applied, cpu_s, per_core,
-					per_core * o.dim * 4 / 1e9);
+					per_core * o.dim * 4 / 1e9, verbs ? "ib_send_bw" : "tcp_stream",
+					lrate, lrate * n * o.dim * 4 / 1e9, bench_ratio(pushes / secs, lrate));
 		}
 	rc = 0;
 	goto out;
@@ -314,7 +429,11 @@ out:
 		rdps_client_destroy(clients[i]);
 		free(w[i].ids);
 		free(w[i].grads);
+		if (lw[i].fd >= 0)
+			close(lw[i].fd);
+		free(lw[i].buf);
 	}
+	bench_pingpong_stop(pp);
 	bench_cluster_stop(cl);
 	return rc;
 bad:

@@ -297,7 +297,7 @@ static int parse_result_row(FILE *f, const char *key, double *cols, int maxcols,
 int bench_perftest(const char *tool, const struct bench_perftest_opts *o, uint32_t bytes,
 		   struct bench_perftest *out, char *err, size_t errlen)
 {
-	char size[16], iters[16], secs[16], port[8], gid[8], tmo[16], ctail[2048];
+	char size[16], iters[16], secs[16], port[8], gid[8], tmo[16], qps[16], ctail[2048];
 	char *argv[24];
 	struct bench_child srv, cli;
 	bool lat = strstr(tool, "lat") != NULL;
@@ -331,6 +331,11 @@ int bench_perftest(const char *tool, const struct bench_perftest_opts *o, uint32
 	} else {
 		argv[n++] = "-D";
 		argv[n++] = secs;
+		if (o->qps > 1) {
+			snprintf(qps, sizeof(qps), "%u", o->qps);
+			argv[n++] = "-q";
+			argv[n++] = qps;
+		}
 	}
 	argv[n++] = "-p";
 	argv[n++] = port;

@@ -96,7 +96,7 @@ bench train train "${WN[@]}" --phases kernel,standalone,distributed "${TRAIN[@]}
 bench curve train "${WN[@]}" --phases curve "${CURVE[@]}"
 
 if ((GUEST)); then
-	step "soft-RoCE guest: verbs pulls, ib_read_lat/ib_read_bw on the same rxe device"
+	step "soft-RoCE guest: verbs pulls and pushes, perftest limits on the same rxe device"
 	GOUT=$DATA/guest
 	rm -rf "$GOUT"
 	mkdir -p "$GOUT"
@@ -111,7 +111,7 @@ EOF
 		--out "$GOUT/out" --timeout 900 --cwd "$ROOT" || rc=$?
 	cp "$GOUT/out/a.log" "$RAW/guest-a.log" 2>/dev/null || true
 	if ((rc == 0)); then
-		for f in pull-verbs pull-tcp; do
+		for f in pull-verbs pull-tcp push-verbs push-tcp; do
 			cp "$GOUT/out/a.results/$f.jsonl" "$RAW/guest-$f.jsonl"
 			cp "$GOUT/out/a.results/$f.txt" "$RAW/guest-$f.txt"
 		done

@@ -152,7 +152,8 @@ Test(bench, pull_verbs_without_device_is_a_clear_error)
 Test(bench, push)
 {
 	static const char *const keys[] = { "optimizer", "rows", "dim", "+pushes_per_s", "+gb_per_s",
-					    "+server_rows_applied", "+apply_rows_per_core_s", NULL };
+					    "+server_rows_applied", "+apply_rows_per_core_s",
+					    "limit", "+limit_pushes_per_s", "+ratio", NULL };
 	char args[256];
 	int rc;
 

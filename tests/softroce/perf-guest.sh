@@ -2,11 +2,14 @@
 # Runs inside a soft-RoCE guest (guest.sh single) for perf/run.sh: rdps pulls
 # over verbs on rxe0, with their limits (ib_read_lat / ib_read_bw) measured by
 # `rdps bench pull` itself on the same rxe device in the same guest, in both
-# read modes; then the same pulls over TCP in the same guest, for comparison.
+# read modes; then the same pulls over TCP in the same guest, for comparison;
+# then pushes over verbs (limit: ib_send_bw, measured by `rdps bench push`)
+# and over TCP (limit: a raw TCP stream) in the same guest.
 #
 #   perf-guest.sh BUILD_DIR [quick]
 #
 # Writes into $RDPS_RESULTS: pull-verbs.jsonl / .txt, pull-tcp.jsonl / .txt,
+# push-verbs.jsonl / .txt, push-tcp.jsonl / .txt,
 # cdf.txt (latency CDFs), ib_send_lat.txt. Absolute figures under TCG mean
 # little; the ratios to limits measured in the same guest are the point.
 set -euo pipefail
@@ -22,9 +25,11 @@ echo "perf-guest: rxe0 gid index $gid, address $RDPS_GUEST_ADDR, mode $MODE"
 if [[ $MODE == quick ]]; then
 	common=(--table-rows 2000 --dims 16 --batches 1,16 --seconds 0.2 --tput-seconds 0.2
 		--iters 2000 --perftest-iters 100 --clients 2)
+	push=(--table-rows 2000 --dim 16 --batches 16 --seconds 0.2 --optimizers sgd --clients 2)
 else
 	common=(--table-rows 20000 --dims 100,400 --batches 1,16,256,4096 --seconds 1
 		--tput-seconds 0.5 --iters 20000 --perftest-iters 1000 --clients 2)
+	push=(--table-rows 20000 --dim 400 --batches 16,256 --seconds 1 --clients 2)
 fi
 
 echo "== rdps bench pull over verbs (validated and relaxed reads)"
@@ -35,6 +40,13 @@ timeout 900 "$BUILD/rdps" bench pull --transport verbs --host "$RDPS_GUEST_ADDR"
 echo "== rdps bench pull over tcp in the same guest"
 timeout 600 "$BUILD/rdps" bench pull --transport tcp --host "$RDPS_GUEST_ADDR" \
 	--cdf "$out/cdf.txt" "${common[@]}" >"$out/pull-tcp.jsonl" 2> >(tee "$out/pull-tcp.txt" >&2)
+
+echo "== rdps bench push over verbs (limit: ib_send_bw) and over tcp (limit: raw stream)"
+timeout 600 "$BUILD/rdps" bench push --transport verbs --host "$RDPS_GUEST_ADDR" \
+	--ib-dev rxe0 --gid-index "$gid" "${push[@]}" >"$out/push-verbs.jsonl" \
+	2> >(tee "$out/push-verbs.txt" >&2)
+timeout 600 "$BUILD/rdps" bench push --transport tcp --host "$RDPS_GUEST_ADDR" \
+	"${push[@]}" >"$out/push-tcp.jsonl" 2> >(tee "$out/push-tcp.txt" >&2)
 
 # For reference: two-sided SEND latency on the same device (issue 3 quotes it).
 echo "== ib_send_lat, 2 bytes"
