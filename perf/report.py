@@ -291,7 +291,7 @@ md.append("Each client pushes random ids for the run's duration, then flushes (t
           "receiving. Limit over TCP (`tcp_stream`): the same bytes per push (frame and rows headers, ids, "
           "gradients) streamed one way over raw TCP connections, one per client, to a thread that reads and "
           "drops them, for the same time, then one round trip (as the flush); over verbs: perftest "
-          "`ib_send_bw` on the same device at the push's size (at most 1 MiB), one queue pair per client. The gap to the limit is the "
+          "`ib_send_bw` on the same device, one queue pair per client, at the size of the SENDs that carry the push (at most 64 KiB, the verbs transport's message size). The gap to the limit is the "
           "server applying the gradients (one thread per server; see rows/core-s).\n\n")
 
 PUSH_HEAD = ["transport", "optimizer", "rows/push", "dim", "clients", "pushes/s", "rows/s", "gradient GB/s",
@@ -562,7 +562,9 @@ md.append("\n## Not measured / caveats\n\n"
           "- Under TCG, differences between validated and relaxed reads are within the run-to-run noise; the "
           "version check costs two compares per row.\n"
           "- Push limits are streams of the same bytes that nobody applies: the ratio shows what applying "
-          "costs, not a transport overhead.\n"
+          "costs, not a transport overhead. Under TCG, `ib_send_bw` (its own queue depth and completion "
+          "handling, emulated) can stream fewer messages than rdps pushes, so verbs push ratios above 1 "
+          "happen there; on hardware the limit is the link.\n"
           "- The training runs here are short (throughput and shares); the full-length accuracy runs are the "
           "lead's, listed above.\n")
 
