@@ -262,6 +262,13 @@ struct bench_perftest_opts {
 int bench_perftest(const char *tool, const struct bench_perftest_opts *o, uint32_t bytes,
 		   struct bench_perftest *out, char *err, size_t errlen);
 
+/* Fills po for perftest against host: the device and RoCE v2 GID serving
+ * host (bench_rdma_device; its name goes to dev), unless ib_dev / gid_index
+ * (>= 0) are given; a 120 s timeout per process and 2 s bandwidth runs. 0 or
+ * -errno with the reason in err. */
+int bench_perftest_setup(struct bench_perftest_opts *po, const char *host, const char *ib_dev,
+			 int gid_index, char *dev, size_t devlen, char *err, size_t errlen);
+
 /* First RDMA device name and the GID index of host's RoCE v2 GID on it
  * (for perftest's -d/-x). 0 or -ENODEV / -ENOENT with a reason. */
 int bench_rdma_device(const char *host, char *dev, size_t devlen, int *gid_index, char *err,

@@ -90,10 +90,11 @@ static void usage(FILE *f)
 "  --ib-dev NAME, --gid-index N   perftest's -d / -x (default: the device and\n"
 "                             RoCE v2 GID of --host)\n"
 "  --perftest-iters N         most perftest iterations per size (default 1000)\n"
-"  --limit-rounds N           verbs single-row latency: N rounds of an rdps\n"
-"                             sample then ib_read_lat, the rdps p50 over all\n"
-"                             rounds against the median limit (default 3; a\n"
-"                             TCG guest's speed drifts within minutes)\n"
+"  --limit-rounds N           single-row latency: N rounds of an rdps sample\n"
+"                             then the limit's (TCP: ping-pong samples, pooled\n"
+"                             as rdps's; verbs: an ib_read_lat run, median of\n"
+"                             the rounds), default 3: this machine's speed\n"
+"                             drifts within seconds, a TCG guest's more\n"
 "  -h, --help                 this text\n");
 }
 
@@ -235,17 +236,19 @@ static int lat_rdps(struct rdps_client *c, uint32_t table, uint64_t table_rows, 
 	return 0;
 }
 
+/* Ping-pong latency samples for seconds; append as lat_rdps. */
 static int lat_pingpong(int fd, void *buf, uint32_t rq, uint32_t rp, const struct pull_opts *o,
-			struct bench_lat *lat)
+			double seconds, bool append, struct bench_lat *lat)
 {
 	uint64_t deadline;
 	int ret;
 
-	for (uint64_t i = 0; i < o->warmup; i++)
+	for (uint64_t i = 0; !append && i < o->warmup; i++)
 		if ((ret = bench_pingpong_once(fd, buf, rq, rp)))
 			return ret;
-	bench_lat_reset(lat);
-	deadline = rdps_now_ns() + (uint64_t)(o->seconds * 1e9);
+	if (!append)
+		bench_lat_reset(lat);
+	deadline = rdps_now_ns() + (uint64_t)(seconds * 1e9);
 	while (!bench_lat_full(lat)) {
 		uint64_t t0 = rdps_now_ns(), t1;
 
@@ -562,17 +565,12 @@ int rdps_bench_pull(int argc, char **argv)
 		lc = calloc(1, sizeof(*lc));
 		if (!lc)
 			goto oom;
-		ret = bench_rdma_device(o.host, lc->dev, sizeof(lc->dev), &lc->po.gid_index, err,
-					sizeof(err));
-		if (ret && !o.ib_dev) {
+		ret = bench_perftest_setup(&lc->po, o.host, o.ib_dev, o.gid_index, lc->dev,
+					   sizeof(lc->dev), err, sizeof(err));
+		if (ret) {
 			fprintf(stderr, "rdps bench pull: %s\n", err);
 			goto out;
 		}
-		lc->po.dev = o.ib_dev ? o.ib_dev : lc->dev;
-		if (o.gid_index != -2)
-			lc->po.gid_index = o.gid_index;
-		lc->po.host = o.host;
-		lc->po.timeout_s = 120;
 		lc->next_port = (uint16_t)(co.port + 100);
 		fprintf(stderr, "rdps bench pull: limits from perftest on %s (gid index %d)\n",
 			lc->po.dev, lc->po.gid_index);
@@ -596,9 +594,10 @@ int rdps_bench_pull(int argc, char **argv)
 
 					if ((clustered && !o.ids_clustered) || (!clustered && !o.ids_random))
 						continue;
-					/* Verbs single rows: rounds of rdps then ib_read_lat,
-					 * so both span the same minutes of the guest. */
-					uint64_t rounds = lc && n == 1 ? o.limit_rounds : 1;
+					/* Single rows: rounds of rdps then the limit (ping-pong
+					 * samples, or an ib_read_lat run), so both span the same
+					 * stretch of a machine whose speed drifts. */
+					uint64_t rounds = n == 1 && (lc || pp) ? o.limit_rounds : 1;
 					double rl[3][MAX_LIMIT_ROUNDS];
 					uint64_t got = 0;
 
@@ -613,7 +612,18 @@ int rdps_bench_pull(int argc, char **argv)
 								rdps_client_errmsg(clients[m][0]));
 							goto out;
 						}
-						if (lc && n == 1 && !verbs_limit(lc, &o, n, dim, clustered, l3, &kind)) {
+						if (pp) {
+							ret = lat_pingpong(ppfd[0], ppbuf[0], req_bytes(n),
+									   reply_bytes(n, dim), &o,
+									   o.seconds / (double)rounds, r > 0,
+									   &plat);
+							if (ret) {
+								fprintf(stderr, "rdps bench pull: ping-pong: %s\n",
+									rdps_strerror(ret));
+								goto out;
+							}
+						} else if (lc && n == 1 &&
+							   !verbs_limit(lc, &o, n, dim, clustered, l3, &kind)) {
 							for (int q = 0; q < 3; q++)
 								rl[q][got] = l3[q];
 							got++;
@@ -628,13 +638,6 @@ int rdps_bench_pull(int argc, char **argv)
 					if (pp) {
 						struct bench_pct pl;
 
-						ret = lat_pingpong(ppfd[0], ppbuf[0], req_bytes(n),
-								   reply_bytes(n, dim), &o, &plat);
-						if (ret) {
-							fprintf(stderr, "rdps bench pull: ping-pong: %s\n",
-								rdps_strerror(ret));
-							goto out;
-						}
 						bench_lat_summary(&plat, &pl);
 						lim[0] = pl.p50_us;
 						lim[1] = pl.p99_us;
@@ -662,6 +665,8 @@ int rdps_bench_pull(int argc, char **argv)
 						bench_json_int(&j, "limit_rounds", got);
 						bench_json_num(&j, "limit_p50_min_us", rl[0][0]);
 						bench_json_num(&j, "limit_p50_max_us", rl[0][got - 1]);
+					} else if (pp && rounds > 1) {
+						bench_json_int(&j, "limit_rounds", rounds);
 					}
 					bench_json_num(&j, "limit_p50_us", lim[0]);
 					bench_json_num(&j, "limit_p99_us", lim[1]);

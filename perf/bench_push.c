@@ -310,17 +310,12 @@ int rdps_bench_push(int argc, char **argv)
 		}
 	}
 	if (o.limits && verbs) {
-		ret = bench_rdma_device(o.host, dev, sizeof(dev), &po.gid_index, err, sizeof(err));
-		if (ret && !o.ib_dev) {
+		ret = bench_perftest_setup(&po, o.host, o.ib_dev, o.gid_index, dev, sizeof(dev), err,
+					   sizeof(err));
+		if (ret) {
 			fprintf(stderr, "rdps bench push: %s\n", err);
 			goto out;
 		}
-		po.dev = o.ib_dev ? o.ib_dev : dev;
-		if (o.gid_index != -2)
-			po.gid_index = o.gid_index;
-		po.host = o.host;
-		po.timeout_s = 120;
-		po.seconds = 2;
 		po.qps = o.clients; /* one queue pair per pushing client, as rdps */
 		po.port = (uint16_t)(co.port + 100);
 	}

@@ -438,3 +438,19 @@ int bench_rdma_device(const char *host, char *dev, size_t devlen, int *gid_index
 		snprintf(err, errlen, "no RoCE v2 GID for %s on any RDMA device", host);
 	return ret;
 }
+
+int bench_perftest_setup(struct bench_perftest_opts *po, const char *host, const char *ib_dev,
+			 int gid_index, char *dev, size_t devlen, char *err, size_t errlen)
+{
+	int ret = bench_rdma_device(host, dev, devlen, &po->gid_index, err, errlen);
+
+	if (ret && !ib_dev)
+		return ret;
+	po->dev = ib_dev ? ib_dev : dev;
+	if (gid_index >= 0)
+		po->gid_index = gid_index;
+	po->host = host;
+	po->timeout_s = 120;
+	po->seconds = 2;
+	return 0;
+}

@@ -228,7 +228,10 @@ md.append("## Pull over TCP (loopback, this machine)\n")
 md.append("Servers run in-process, one thread each (`rdps_server_create` + `rdps_server_run`), over the real "
           "TCP transport on 127.0.0.1; clients in other threads. Timestamps go into a preallocated array; "
           "percentiles afterwards. The limit is a raw TCP ping-pong with the same request (16 + 8 + 8n bytes) "
-          "and reply (16 + 4 n dim bytes) sizes. Throughput: random ids, payload bytes only.\n")
+          "and reply (16 + 4 n dim bytes) sizes. This machine's loopback latency flips between states within "
+          "seconds (ping-pong p50s of 14 and 70 us one second apart were seen), so single-row figures are taken "
+          "in 3 rounds of rdps samples then ping-pong samples, each side's p50 over all its rounds. "
+          "Throughput: random ids, payload bytes only.\n")
 md.append(table(LAT_HEAD, lat_rows(pull_tcp)))
 md.append("\n")
 md.append(table(TPUT_HEAD, tput_rows(pull_tcp)))
