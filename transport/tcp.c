@@ -1208,6 +1208,19 @@ static int tcp_progress(struct rdps_tserver *s, int timeout_ms)
 			ret = sconn_process(ts, sc);
 		if (!ret)
 			ret = sconn_flush(ts, sc);
+		/* The flush may have taken tx under TCP_TX_HIGH with whole frames
+		 * still in rx (read before the pause): no readable event comes
+		 * for bytes already read, so serve them now. */
+		while (!ret && sc->rx_len && !sc->closing &&
+		       sc->tx_len - sc->tx_off < TCP_TX_HIGH) {
+			size_t before = sc->rx_len;
+
+			ret = sconn_process(ts, sc);
+			if (!ret)
+				ret = sconn_flush(ts, sc);
+			if (sc->rx_len == before)
+				break; /* only part of a frame: its bytes will raise an event */
+		}
 		if (ret || (sc->closing && sc->tx_len == sc->tx_off))
 			sconn_close(ts, sc);
 	}
