@@ -89,32 +89,17 @@ static void send_frame(int s, uint8_t version, uint8_t type, uint32_t len,
 		cr_assert_eq(send(s, payload, actual, MSG_NOSIGNAL), (ssize_t)actual);
 }
 
-static int recv_all(int s, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = recv(s, p, len, 0);
-
-		if (n <= 0)
-			return n == 0 ? -ECONNRESET : -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Reads one reply; returns its status, message in msg. */
 static int recv_reply(int s, uint8_t type, char *msg, size_t msglen)
 {
 	struct rdps_wire_hdr h;
 	char buf[1024] = "";
 
-	cr_assert_eq(recv_all(s, &h, sizeof(h)), 0, "no reply frame");
+	cr_assert_eq(rdps_test_recv_all(s, &h, sizeof(h)), 0, "no reply frame");
 	cr_assert_eq(h.magic, RDPS_WIRE_MAGIC);
 	cr_assert_eq(h.type, type | RDPS_WIRE_REPLY, "reply type 0x%x", h.type);
 	cr_assert_lt(h.len, sizeof(buf));
-	cr_assert_eq(recv_all(s, buf, h.len), 0);
+	cr_assert_eq(rdps_test_recv_all(s, buf, h.len), 0);
 	if (msg)
 		snprintf(msg, msglen, "%s", buf);
 	return h.status;

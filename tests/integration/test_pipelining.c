@@ -67,21 +67,6 @@ static void stop(void)
 	rdps_ipconfig_free(&ipc);
 }
 
-static int recv_all(int s, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = recv(s, p, len, 0);
-
-		if (n <= 0)
-			return n == 0 ? -ECONNRESET : -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 TestSuite(pipelining, .init = start, .fini = stop, .timeout = 60);
 
 Test(pipelining, pipelined_pulls_over_the_high_water_mark_are_all_answered)
@@ -109,10 +94,10 @@ Test(pipelining, pipelined_pulls_over_the_high_water_mark_are_all_answered)
 	rdps_wire_hdr_init(&h, RDPS_REQ_HELLO, sizeof(hl), 0);
 	cr_assert_eq(send(s, &h, sizeof(h), MSG_NOSIGNAL), (ssize_t)sizeof(h));
 	cr_assert_eq(send(s, &hl, sizeof(hl), MSG_NOSIGNAL), (ssize_t)sizeof(hl));
-	cr_assert_eq(recv_all(s, &h, sizeof(h)), 0, "no hello reply");
+	cr_assert_eq(rdps_test_recv_all(s, &h, sizeof(h)), 0, "no hello reply");
 	cr_assert_eq(h.status, 0);
 	welcome = malloc(h.len ? h.len : 1);
-	cr_assert_eq(recv_all(s, welcome, h.len), 0);
+	cr_assert_eq(rdps_test_recv_all(s, welcome, h.len), 0);
 	free(welcome);
 
 	/* Every pull in one write: the server reads them together. */
@@ -126,12 +111,12 @@ Test(pipelining, pipelined_pulls_over_the_high_water_mark_are_all_answered)
 	cr_assert_eq(send(s, req, sizeof(req), MSG_NOSIGNAL), (ssize_t)sizeof(req));
 
 	for (int k = 0; k < PULLS; k++) {
-		cr_assert_eq(recv_all(s, &h, sizeof(h)), 0,
+		cr_assert_eq(rdps_test_recv_all(s, &h, sizeof(h)), 0,
 			     "reply %d of %d never came (the server stalled)", k + 1, PULLS);
 		cr_assert_eq(h.type, RDPS_REQ_PULL | RDPS_WIRE_REPLY);
 		cr_assert_eq(h.status, 0);
 		cr_assert_eq(h.len, reply);
-		cr_assert_eq(recv_all(s, rows, reply), 0, "reply %d cut short", k + 1);
+		cr_assert_eq(rdps_test_recv_all(s, rows, reply), 0, "reply %d cut short", k + 1);
 		/* uniform init in [-0.5, 0.5]: not all zero */
 		cr_assert(rows[0] != 0.0f || rows[WIDE_DIM - 1] != 0.0f);
 	}

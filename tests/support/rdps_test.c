@@ -172,3 +172,18 @@ char *rdps_test_slurp(const char *path)
 	fclose(f);
 	return buf;
 }
+
+int rdps_test_recv_all(int s, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = recv(s, p, len, 0);
+
+		if (n <= 0)
+			return n == 0 ? -ECONNRESET : -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -31,4 +31,8 @@ int rdps_test_wait_port(const char *host, int port, int timeout_ms);
 /* Reads a whole file into a malloc'd NUL-terminated string (NULL on error). */
 char *rdps_test_slurp(const char *path);
 
+/* Reads exactly len bytes from socket s: 0, -ECONNRESET at end of stream,
+ * or -errno (-EAGAIN when the socket's SO_RCVTIMEO ran out). */
+int rdps_test_recv_all(int s, void *buf, size_t len);
+
 #endif
