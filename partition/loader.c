@@ -21,8 +21,9 @@
  * workers fault in the fresh buffer and copy out of the page cache on the
  * other cores while this thread hashes finished chunks. Inline completion
  * (no IOSQE_ASYNC) runs every copy as task_work on this thread, serially,
- * and was slower than pread cold; this layout beat pread by 1.2-1.3x cold
- * and 1.6x warm on a 2-core VM (perf/report.md, "Loading partitions"). */
+ * and was slower than pread cold (0.76x); this layout gave 1.05-1.23x pread
+ * cold and 1.37-1.59x warm on a 2-core VM (perf/report.md, "Loading
+ * partitions"). */
 #define DEFAULT_CHUNK (512u << 10)
 #define DEFAULT_QD 8u
 #define MAX_QD 256u

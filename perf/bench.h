@@ -231,6 +231,11 @@ void bench_pingpong_stop(struct bench_pingpong *pp);
 /* A connected client socket (TCP_NODELAY), or -errno. */
 int bench_pingpong_connect(struct bench_pingpong *pp);
 
+/* A client of pp: *fd connected (as bench_pingpong_connect) and *buf of
+ * buf_bytes for its messages. 0 or -errno; the caller closes and frees
+ * what was set (*fd >= 0, *buf) either way. */
+int bench_pingpong_open(struct bench_pingpong *pp, size_t buf_bytes, int *fd, void **buf);
+
 /* One exchange of req_bytes (>= 8) out and reply_bytes back over fd, using
  * buf (at least max(req, reply) bytes). 0 or -errno. */
 int bench_pingpong_once(int fd, void *buf, uint32_t req_bytes, uint32_t reply_bytes);

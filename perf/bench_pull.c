@@ -551,12 +551,11 @@ int rdps_bench_pull(int argc, char **argv)
 			goto out;
 		}
 		for (uint32_t i = 0; i < o.clients; i++) {
-			ppfd[i] = bench_pingpong_connect(pp);
-			ppbuf[i] = bench_alloc(reply_bytes((uint32_t)max_batch, (uint32_t)max_dim) +
-					       req_bytes((uint32_t)max_batch));
-			if (ppfd[i] < 0 || !ppbuf[i]) {
+			ret = bench_pingpong_open(pp, reply_bytes((uint32_t)max_batch, (uint32_t)max_dim) +
+						  req_bytes((uint32_t)max_batch), &ppfd[i], &ppbuf[i]);
+			if (ret) {
 				fprintf(stderr, "rdps bench pull: ping-pong connection: %s\n",
-					rdps_strerror(ppfd[i] < 0 ? ppfd[i] : -ENOMEM));
+					rdps_strerror(ret));
 				goto out;
 			}
 		}

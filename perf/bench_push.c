@@ -300,11 +300,11 @@ int rdps_bench_push(int argc, char **argv)
 			goto out;
 		}
 		for (uint32_t i = 0; i < o.clients; i++) {
-			lw[i].fd = bench_pingpong_connect(pp);
-			lw[i].buf = bench_alloc(push_bytes((uint32_t)max_batch, (uint32_t)o.dim));
-			if (lw[i].fd < 0 || !lw[i].buf) {
+			ret = bench_pingpong_open(pp, push_bytes((uint32_t)max_batch, (uint32_t)o.dim),
+						  &lw[i].fd, &lw[i].buf);
+			if (ret) {
 				fprintf(stderr, "rdps bench push: limit connection: %s\n",
-					rdps_strerror(lw[i].fd < 0 ? lw[i].fd : -ENOMEM));
+					rdps_strerror(ret));
 				goto out;
 			}
 		}

@@ -234,6 +234,15 @@ int bench_pingpong_connect(struct bench_pingpong *pp)
 	return fd;
 }
 
+int bench_pingpong_open(struct bench_pingpong *pp, size_t buf_bytes, int *fd, void **buf)
+{
+	*fd = bench_pingpong_connect(pp);
+	*buf = bench_alloc(buf_bytes);
+	if (*fd < 0)
+		return *fd;
+	return *buf ? 0 : -ENOMEM;
+}
+
 int bench_pingpong_once(int fd, void *buf, uint32_t req_bytes, uint32_t reply_bytes)
 {
 	uint32_t *hdr = buf;

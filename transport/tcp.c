@@ -1202,15 +1202,10 @@ static int tcp_progress(struct rdps_tserver *s, int timeout_ms)
 		ret = 0;
 		if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !sc->closing)
 			ret = sconn_read(ts, sc);
-		/* Frames left in rx after a pause resume once tx drains. */
-		if (!ret && sc->rx_len && !sc->closing &&
-		    sc->tx_len - sc->tx_off < TCP_TX_HIGH)
-			ret = sconn_process(ts, sc);
 		if (!ret)
 			ret = sconn_flush(ts, sc);
-		/* The flush may have taken tx under TCP_TX_HIGH with whole frames
-		 * still in rx (read before the pause): no readable event comes
-		 * for bytes already read, so serve them now. */
+		/* Frames read before a pause at TCP_TX_HIGH get no new readable
+		 * event: serve them whenever the flush takes tx under the mark. */
 		while (!ret && sc->rx_len && !sc->closing &&
 		       sc->tx_len - sc->tx_off < TCP_TX_HIGH) {
 			size_t before = sc->rx_len;
