@@ -571,6 +571,7 @@ struct tcp_sconn {
 	struct rdps_wire_hello pending;         /* the hello under authentication */
 	uint8_t server_nonce[RDPS_NONCE_LEN];
 	uint64_t session;      /* token given in the welcome */
+	bool session_claimed;  /* an RDMA queue pair is bound to it */
 	bool closing;          /* close once tx is drained */
 	bool reading;          /* EPOLLIN armed */
 	bool writing;          /* EPOLLOUT armed */
@@ -591,6 +592,8 @@ struct tcp_server {
 	uint32_t next_gen;
 	void *welcome;
 	size_t welcome_len;
+	rdps_tcp_session_closed_fn session_closed;
+	void *session_ctx;
 };
 
 static inline struct tcp_server *to_tcp_server(struct rdps_tserver *s)
@@ -627,6 +630,8 @@ static void sconn_close(struct tcp_server *ts, struct tcp_sconn *sc)
 
 		ts->p.handle(ts->p.ctx, &req);
 	}
+	if (sc->session_claimed && ts->session_closed)
+		ts->session_closed(ts->session_ctx, sc->session);
 	epoll_ctl(ts->epfd, EPOLL_CTL_DEL, sc->fd, NULL);
 	close(sc->fd);
 	ts->conns[sc->slot] = NULL;
@@ -1154,22 +1159,51 @@ int rdps_tcp_listen_exposed(const struct rdps_listen_params *p,
 	return listen_common(p, out, err, errlen, true);
 }
 
-int rdps_tcp_session_find(struct rdps_tserver *s, uint64_t session, uint32_t client_id,
-			  uint32_t *num_clients)
+static struct tcp_sconn *session_conn(struct tcp_server *ts, uint64_t session)
 {
-	struct tcp_server *ts = to_tcp_server(s);
-
 	for (uint32_t i = 0; i < ts->nslots; i++) {
 		struct tcp_sconn *sc = ts->conns[i];
 
-		/* Constant work per slot; the token is random, 64 bits. */
-		if (sc && sc->hello && !sc->observer && !sc->closing && sc->session == session &&
-		    sc->client_id == client_id) {
-			*num_clients = sc->num_clients;
-			return 0;
-		}
+		if (sc && sc->hello && !sc->observer && sc->session == session)
+			return sc;
 	}
-	return -ENOENT;
+	return NULL;
+}
+
+int rdps_tcp_session_claim(struct rdps_tserver *s, uint64_t session, uint32_t client_id,
+			   uint32_t *num_clients)
+{
+	struct tcp_sconn *sc = session_conn(to_tcp_server(s), session);
+
+	/* The token is random, 64 bits, and only ever sent to its client. */
+	if (!sc || sc->closing || sc->client_id != client_id)
+		return -ENOENT;
+	if (sc->session_claimed)
+		return -EALREADY;
+	sc->session_claimed = true;
+	*num_clients = sc->num_clients;
+	return 0;
+}
+
+void rdps_tcp_set_session_hook(struct rdps_tserver *s, rdps_tcp_session_closed_fn fn,
+			       void *ctx)
+{
+	struct tcp_server *ts = to_tcp_server(s);
+
+	ts->session_closed = fn;
+	ts->session_ctx = ctx;
+}
+
+void rdps_tcp_session_close(struct rdps_tserver *s, uint64_t session)
+{
+	struct tcp_server *ts = to_tcp_server(s);
+	struct tcp_sconn *sc = session_conn(ts, session);
+
+	if (!sc || !sc->session_claimed)
+		return;
+	sc->session_claimed = false; /* the caller knows: no hook */
+	sconn_flush(ts, sc);
+	sconn_close(ts, sc);
 }
 
 int rdps_tcp_server_fd(struct rdps_tserver *s)

@@ -13,11 +13,24 @@ const struct rdps_transport_ops *rdps_transport_tcp(void);
 int rdps_tcp_listen_exposed(const struct rdps_listen_params *p,
 			    struct rdps_tserver **out, char *err, size_t errlen);
 
-/* Checks that session is the token of a live, admitted (authenticated if
- * the server has a secret) connection of client_id; returns 0 and its job
- * size, or -ENOENT. RDMA backends bind their queue pairs with it. */
-int rdps_tcp_session_find(struct rdps_tserver *s, uint64_t session, uint32_t client_id,
-			  uint32_t *num_clients);
+/* Claims the session token of a live, admitted (authenticated if the
+ * server has a secret) non-observer connection of client_id, for the one
+ * RDMA queue pair that connection may own: a token is claimed at most once.
+ * Returns 0 and the job size, -ENOENT (no live connection holds it) or
+ * -EALREADY (claimed before). */
+int rdps_tcp_session_claim(struct rdps_tserver *s, uint64_t session, uint32_t client_id,
+			   uint32_t *num_clients);
+
+/* Called (from progress() or destroy()) when a connection whose token was
+ * claimed closes, so the RDMA backend tears down the queue pair bound to
+ * it: the two live and die together. */
+typedef void (*rdps_tcp_session_closed_fn)(void *ctx, uint64_t session);
+void rdps_tcp_set_session_hook(struct rdps_tserver *s, rdps_tcp_session_closed_fn fn,
+			       void *ctx);
+
+/* Closes the connection that claimed session (its queue pair is gone). The
+ * hook is not called for it. Not from within a request handler. */
+void rdps_tcp_session_close(struct rdps_tserver *s, uint64_t session);
 
 /* The epoll descriptor a caller may poll before calling progress(0). */
 int rdps_tcp_server_fd(struct rdps_tserver *s);

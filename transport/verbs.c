@@ -932,7 +932,7 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	}
 	/* A queue pair belongs to a live connection that passed the handshake
 	 * (and authentication): its random session token proves it. */
-	if (rdps_tcp_session_find(vs->tcp, req.session, req.client_id, &req.num_clients)) {
+	if (rdps_tcp_session_claim(vs->tcp, req.session, req.client_id, &req.num_clients)) {
 		rdps_warn("server %u: RDMA connection from %s (client %u) without a valid session; "
 			  "rejected", vs->p.server_id, host, req.client_id);
 		if (vs->base.stats)

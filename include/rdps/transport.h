@@ -90,9 +90,15 @@ struct rdps_server_stats {
 	uint64_t connections;    /* accepted so far */
 	uint64_t bad_frames;     /* connections closed for malformed input */
 	uint64_t auth_failures;  /* clients refused for a wrong secret */
-	uint64_t reserved[1];
+	uint64_t conns_refused;  /* closed at once: over the connection cap, or no descriptors */
+	uint64_t handshake_timeouts; /* closed for not finishing the handshake in time */
+	uint64_t recv_slots;     /* RDMA: receive buffers of the shared pool */
+	uint64_t recv_posted;    /* RDMA: ... posted now (recv_slots when no push is in flight) */
+	uint64_t rdma_sessions;  /* RDMA: queue pairs bound to clients now */
+	uint64_t rolled_back_rows; /* pushed rows a restore from a checkpoint undid */
+	uint64_t reserved[3];
 };
-_Static_assert(sizeof(struct rdps_server_stats) == 320, "wire layout");
+_Static_assert(sizeof(struct rdps_server_stats) == 384, "wire layout");
 
 /* ---------------------------------------------------------------------- */
 /* Client side                                                            */
