@@ -517,6 +517,11 @@ void rdps_server_print_stats(const struct rdps_server_stats *st, uint32_t server
 		(unsigned long long)errors, (unsigned long long)st->bad_frames,
 		st->bytes_in / 1e6, st->bytes_out / 1e6,
 		(unsigned long long)st->connections);
+	/* RDMA backends: the shared receive pool (all posted when idle). */
+	if (st->recv_slots)
+		fprintf(f, "server %u: RDMA sessions %llu; receive buffers posted %llu of %llu\n",
+			server_id, (unsigned long long)st->rdma_sessions,
+			(unsigned long long)st->recv_posted, (unsigned long long)st->recv_slots);
 }
 
 void rdps_server_destroy(struct rdps_server *s)

@@ -7,7 +7,7 @@
  *          same time, then one round trip (as the flush);
  *   verbs  perftest ib_send_bw on the same RDMA device, one queue pair per
  *          client, at the size of the SENDs that carry the push (the push's
- *          bytes, at most SEND_BYTES: the verbs transport's message size).
+ *          bytes, at most the backend's push message size, as it reports it).
  *
  * One in-process cluster holds one table per optimizer. For each optimizer
  * and batch size, every client pushes random ids for --seconds, then
@@ -27,7 +27,6 @@
 #include "perf/bench.h"
 
 #define MAX_LIST 8
-#define SEND_BYTES (64u << 10) /* a verbs push message (transport/verbs.c) */
 #define MAX_CLIENTS 16
 
 struct push_opts {
@@ -376,10 +375,16 @@ int rdps_bench_push(int argc, char **argv)
 				}
 			} else if (po.dev && !limit_failed) {
 				struct bench_perftest pt;
-				uint32_t sz = push_bytes(n, (uint32_t)o.dim);
+				struct rdps_transport_info ti;
+				uint32_t sz = push_bytes(n, (uint32_t)o.dim), msg = sz;
+
+				/* The SENDs that carry the push are at most this big. */
+				rdps_transport_find(o.transport)->query(o.clients, &ti);
+				if (msg > ti.push_msg_bytes)
+					msg = (uint32_t)ti.push_msg_bytes;
 
 				po.port++;
-				ret = bench_perftest("ib_send_bw", &po, sz < SEND_BYTES ? sz : SEND_BYTES, &pt,
+				ret = bench_perftest("ib_send_bw", &po, msg, &pt,
 						     err, sizeof(err));
 				if (ret) {
 					fprintf(stderr, "rdps bench push: limit not measured: %s\n", err);
@@ -388,7 +393,7 @@ int rdps_bench_push(int argc, char **argv)
 					lrate = pt.bw_bytes_s / sz;
 				} else {
 					fprintf(stderr, "rdps bench push: ib_send_bw moved no data at %u bytes; "
-						"no limit for this row\n", sz < SEND_BYTES ? sz : SEND_BYTES);
+						"no limit for this row\n", msg);
 				}
 			}
 			applied = (double)(rows1 - rows0);

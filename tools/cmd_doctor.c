@@ -30,18 +30,14 @@
 #include "rdps/kvstore.h"
 #include "rdps/partition.h"
 #include "rdps/trainer.h"
-
-/* What the verbs transport registers (transport/verbs.c): the server's
- * receive buffers, and per connection a client's READ bounce buffer and
- * push slots. */
-#define DOCTOR_SERVER_RECV_BYTES (512ull * (64u << 10))
-#define DOCTOR_CLIENT_CONN_BYTES ((8ull << 20) + 16ull * (64u << 10))
+#include "rdps/transport.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: rdps doctor [--ip_config FILE] [--transport auto|tcp|verbs]\n"
-"                   [--partition PDIR --model_name M --hidden_dim D] [--timeout SEC]\n"
+"                   [--partition PDIR --model_name M --hidden_dim D] [--clients N]\n"
+"                   [--timeout SEC]\n"
 "\n"
 "Checks this host for a job, one line per check: ok, WARN or FAIL with the fix.\n"
 "Exits 1 if a check failed (warnings do not). Run it on every host of a job.\n"
@@ -68,6 +64,8 @@ static void usage(FILE *f)
 "  --transport NAME       auto (default), tcp, verbs: what the job will use\n"
 "  --partition PDIR       with --model_name and --hidden_dim (default TransE_l2, 400):\n"
 "                         size the servers' shards for the memlock check\n"
+"  --clients N            clients (trainer threads) per server, for the memlock\n"
+"                         check: a server's receive buffers grow with them (default 64)\n"
 "  --timeout SEC          bound on each peer connection (default 2)\n"
 "  -h, --help             this text\n");
 }
@@ -77,6 +75,7 @@ struct doctor {
 	const char *transport;
 	const char *ip_config, *partition, *model;
 	uint32_t hidden_dim;
+	uint32_t clients;   /* per server, for the memlock check */
 	int timeout_ms;
 	struct rdps_ipconfig ipc;
 	bool have_ipc;
@@ -361,6 +360,7 @@ static void check_memlock(struct doctor *d)
 	struct rlimit rl;
 	unsigned long long shard, server, trainer, need;
 	uint32_t S = d->have_ipc ? d->ipc.num_servers : 1;
+	struct rdps_transport_info ti;
 	char why[600] = "", a[32], b[32], c[32];
 
 	if (!strcmp(d->transport, "tcp")) {
@@ -372,8 +372,10 @@ static void check_memlock(struct doctor *d)
 		return;
 	}
 	shard = server_shard_bytes(d, why, sizeof(why));
-	server = shard + DOCTOR_SERVER_RECV_BYTES;
-	trainer = (unsigned long long)S * DOCTOR_CLIENT_CONN_BYTES;
+	/* What the backend registers besides the shards, as it says. */
+	rdps_transport_find("verbs")->query(d->clients, &ti);
+	server = shard + ti.server_pinned_bytes;
+	trainer = (unsigned long long)S * ti.conn_pinned_bytes;
 	need = server > trainer ? server : trainer;
 	fmt_bytes(a, sizeof(a), need);
 	fmt_bytes(b, sizeof(b), rl.rlim_cur);
@@ -584,11 +586,12 @@ int rdps_cmd_doctor(int argc, char **argv)
 		{ "model_name", required_argument, NULL, 'M' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "timeout", required_argument, NULL, 'w' },
+		{ "clients", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct doctor d = { .transport = "auto", .model = "TransE_l2", .hidden_dim = 400,
-			    .timeout_ms = 2000 };
+			    .timeout_ms = 2000, .clients = 64 };
 	char err[512], *end;
 	int opt;
 
@@ -609,6 +612,13 @@ int rdps_cmd_doctor(int argc, char **argv)
 			d.hidden_dim = (uint32_t)strtoul(optarg, &end, 10);
 			if (*end || !d.hidden_dim || d.hidden_dim > RDPS_MAX_DIM) {
 				fprintf(stderr, "rdps doctor: --hidden_dim '%s' is not in 1..%d\n", optarg, RDPS_MAX_DIM);
+				return 2;
+			}
+			break;
+		case 'n':
+			d.clients = (uint32_t)strtoul(optarg, &end, 10);
+			if (*end || !d.clients || d.clients > 1u << 20) {
+				fprintf(stderr, "rdps doctor: --clients '%s' is not a positive count\n", optarg);
 				return 2;
 			}
 			break;

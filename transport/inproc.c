@@ -490,6 +490,18 @@ static void inproc_destroy(struct rdps_tserver *s, int timeout_ms)
 	server_put(is);
 }
 
+static void inproc_query(uint32_t num_clients, struct rdps_transport_info *out)
+{
+	/* Clients read the shards' memory directly, in this process. */
+	*out = (struct rdps_transport_info){ .push_msg_bytes = SIZE_MAX, .one_sided_pulls = true };
+}
+
+static int inproc_route(const char *host, char *via, size_t vialen)
+{
+	snprintf(via, vialen, "in-process only, never chosen by auto");
+	return -EOPNOTSUPP;
+}
+
 static const struct rdps_transport_ops inproc_ops = {
 	.name = "inproc",
 	.connect = inproc_connect,
@@ -502,6 +514,8 @@ static const struct rdps_transport_ops inproc_ops = {
 	.progress = inproc_progress,
 	.reply = inproc_reply,
 	.destroy = inproc_destroy,
+	.query = inproc_query,
+	.route = inproc_route,
 };
 
 const struct rdps_transport_ops *rdps_transport_inproc(void)

@@ -1326,6 +1326,18 @@ static void tcp_destroy(struct rdps_tserver *s, int timeout_ms)
 	free(ts);
 }
 
+static void tcp_query(uint32_t num_clients, struct rdps_transport_info *out)
+{
+	/* Replies are buffered per connection up to TCP_TX_HIGH; nothing pinned. */
+	*out = (struct rdps_transport_info){ .push_msg_bytes = RDPS_WIRE_MAX_FRAME };
+}
+
+static int tcp_route(const char *host, char *via, size_t vialen)
+{
+	snprintf(via, vialen, "TCP reaches every address");
+	return 0;
+}
+
 static const struct rdps_transport_ops tcp_ops = {
 	.name = "tcp",
 	.connect = tcp_connect,
@@ -1338,6 +1350,8 @@ static const struct rdps_transport_ops tcp_ops = {
 	.progress = tcp_progress,
 	.reply = tcp_reply,
 	.destroy = tcp_destroy,
+	.query = tcp_query,
+	.route = tcp_route,
 };
 
 const struct rdps_transport_ops *rdps_transport_tcp(void)

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* The backend registry and the "auto" choice. */
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,13 +8,13 @@
 const struct rdps_transport_ops *rdps_transport_tcp(void);
 const struct rdps_transport_ops *rdps_transport_inproc(void);
 const struct rdps_transport_ops *rdps_transport_verbs(void);
-int rdps_verbs_route_device(const char *host, uint16_t port, char *name, size_t namelen);
 
 typedef const struct rdps_transport_ops *(*backend_fn)(void);
 
+/* In the order "auto" prefers them. */
 static const backend_fn backends[] = {
-	rdps_transport_tcp,
 	rdps_transport_verbs,
+	rdps_transport_tcp,
 	rdps_transport_inproc,
 };
 
@@ -32,23 +31,13 @@ const struct rdps_transport_ops *rdps_transport_find(const char *name)
 
 const char *rdps_transport_names(void)
 {
-	return "tcp, verbs, inproc";
-}
+	static char names[64];
 
-/* Counts RDMA devices the kernel exposes. */
-static int count_rdma_devices(void)
-{
-	DIR *d = opendir("/sys/class/infiniband");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return 0;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
+	if (!names[0])
+		for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", backends[i]()->name);
+	return names;
 }
 
 const struct rdps_transport_ops *rdps_transport_select(const char *name,
@@ -63,21 +52,24 @@ const struct rdps_transport_ops *rdps_transport_select(const char *name,
 		whylen = sizeof(tmp);
 	}
 	if (!name || !strcmp(name, "auto")) {
-		char dev[64];
+		char skipped[160] = "";
 
-		if (!count_rdma_devices()) {
-			snprintf(why, whylen, "transport: tcp to %s (no RDMA device on this host)", host);
-			return rdps_transport_find("tcp");
+		for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+			char via[96] = "";
+
+			ops = backends[i]();
+			if (ops->route(host, via, sizeof(via))) {
+				/* Say why a preferred backend was passed over. */
+				if (!skipped[0] && via[0])
+					snprintf(skipped, sizeof(skipped), "%s: %s", ops->name, via);
+				continue;
+			}
+			snprintf(why, whylen, "transport: %s to %s (%s)", ops->name, host,
+				 skipped[0] ? skipped : via);
+			return ops;
 		}
-		/* A device must serve the route to this very address. */
-		if (rdps_verbs_route_device(host, 0, dev, sizeof(dev))) {
-			snprintf(why, whylen, "transport: tcp to %s (no RDMA device serves the route to it)",
-				 host);
-			return rdps_transport_find("tcp");
-		}
-		snprintf(why, whylen, "transport: verbs to %s (RDMA device %s serves the route)", host,
-			 dev);
-		return rdps_transport_find("verbs");
+		snprintf(why, whylen, "no transport reaches %s", host);
+		return NULL;
 	}
 	ops = rdps_transport_find(name);
 	if (!ops) {

@@ -186,6 +186,15 @@ struct rdps_tserver {
 
 /* ---------------------------------------------------------------------- */
 
+/* What a backend tells its callers, so that nothing above transport/ copies
+ * its constants (tools size memory with it, benchmarks message sizes). */
+struct rdps_transport_info {
+	size_t push_msg_bytes;      /* payload of one push message on the wire, at most */
+	size_t server_pinned_bytes; /* memory a server registers besides its shards */
+	size_t conn_pinned_bytes;   /* memory a client registers per server connection */
+	bool one_sided_pulls;       /* pulls read server memory without its CPU */
+};
+
 /* Pulls every backend accepts on one connection between two pull_wait()s. */
 #define RDPS_TRANSPORT_POST_DEPTH 32u
 
@@ -238,15 +247,22 @@ struct rdps_transport_ops {
 	/* Sends queued replies (bounded by timeout_ms), closes every
 	 * connection and the listener. Accepts NULL. */
 	void (*destroy)(struct rdps_tserver *s, int timeout_ms);
+
+	/* Sizes and capabilities, for a server with num_clients clients. */
+	void (*query)(uint32_t num_clients, struct rdps_transport_info *out);
+	/* For "auto": 0 if this backend can reach host (writing what serves
+	 * the route, e.g. the RDMA device, into via), or -errno. */
+	int (*route)(const char *host, char *via, size_t vialen);
 };
 
 /* Backend by name ("tcp", "inproc", "verbs"); NULL if unknown. */
 const struct rdps_transport_ops *rdps_transport_find(const char *name);
 
 /* Resolves "auto" (or a backend name) for connecting to host: "auto"
- * picks verbs when an RDMA device serves the route to host, else tcp, and
- * writes one line saying why into why (may be NULL). Returns the backend or
- * NULL with a reason in why for unknown names. */
+ * picks the first backend, in order of preference (RDMA first, tcp last),
+ * whose route() reaches host, and writes one line saying why into why (may
+ * be NULL). Returns the backend or NULL with a reason in why for unknown
+ * names. */
 const struct rdps_transport_ops *rdps_transport_select(const char *name,
 						       const char *host,
 						       char *why, size_t whylen);

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The verbs server's completion handling (transport/verbs_srv_cq.c) and
+ * push credits (transport/verbs_recv_pool.c), on this host without an RDMA
+ * device, against a model of what real providers do that soft-RoCE hides:
+ *
+ * - a failed completion's opcode is undefined (ibv_poll_cq(3)); mlx5 never
+ *   writes it, so a flushed SEND may carry IBV_WC_RECV from an older
+ *   completion, and a flushed receive IBV_WC_SEND;
+ * - many clients share one receive queue, arriving in any interleaving.
+ *
+ * The model is the provider side of libibverbs' inline calls: ibv_post_send
+ * and ibv_post_srq_recv go through the context's ops, so a context whose ops
+ * record posts stands in for the device; the code under test is the
+ * server's own. The shared receive queue is a FIFO of posted slots; a SEND
+ * arriving when it is empty is an overrun (receiver not ready).
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdps/common.h"
+#include "transport/verbs.h"
+#include "transport/wire.h"
+
+#define SLOTS 64
+#define DIM 4
+#define MAX_SESS 4
+
+/* ---------------------------------------------------------------------- */
+/* The device model                                                       */
+
+static struct model {
+	uint32_t fifo[SLOTS * 4];      /* posted slots, oldest first */
+	uint32_t head, tail;
+	int on_queue[SLOTS];           /* times each slot is posted right now */
+	int double_posts;              /* a slot posted while on the queue */
+	int overruns;                  /* a SEND found no posted slot */
+	/* sends of the server, per QP: wr_ids and immediates not yet delivered */
+	uint64_t sent_wr[MAX_SESS][256];
+	uint32_t sent_imm[MAX_SESS][256];
+	uint32_t nsent[MAX_SESS], delivered[MAX_SESS];
+} m;
+
+static int model_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad)
+{
+	for (; wr; wr = wr->next) {
+		uint32_t slot = (uint32_t)WR_SEQ(wr->wr_id);
+
+		cr_assert_eq(WR_KIND(wr->wr_id), WR_SRV_RECV, "a receive posted with wr_id 0x%llx",
+			     (unsigned long long)wr->wr_id);
+		if (m.on_queue[slot]++)
+			m.double_posts++;
+		m.fifo[m.tail++ % (SLOTS * 4)] = slot;
+	}
+	return 0;
+}
+
+static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	uint32_t q = qp->qp_num - 100;
+
+	for (; wr; wr = wr->next) {
+		cr_assert_lt(m.nsent[q], 256);
+		m.sent_wr[q][m.nsent[q]] = wr->wr_id;
+		m.sent_imm[q][m.nsent[q]] = ntohl(wr->imm_data);
+		m.nsent[q]++;
+	}
+	return 0;
+}
+
+static struct ibv_context ctx;
+static struct ibv_srq srq;
+static struct ibv_mr mr;
+static struct ibv_qp qps[MAX_SESS];
+static struct rdma_cm_id ids[MAX_SESS];
+static struct verbs_session sess[MAX_SESS];
+static struct verbs_session *table[MAX_SESS];
+static uint16_t gens[MAX_SESS];
+static struct verbs_server vs;
+static char *slot_mem;
+
+/* What the server core did with the messages it was handed. */
+static uint64_t applied[MAX_SESS], flushes[MAX_SESS];
+static float applied_sum;
+
+static int handler(void *hctx, struct rdps_request *req)
+{
+	if (req->type == RDPS_REQ_PUSH) {
+		applied[req->client_id] += req->n;
+		for (uint32_t i = 0; i < req->n * DIM; i++)
+			applied_sum += req->grads[i];
+	} else if (req->type == RDPS_REQ_FLUSH) {
+		flushes[req->client_id]++;
+	}
+	return 0;
+}
+
+static void setup(void)
+{
+	memset(&m, 0, sizeof(m));
+	memset(&vs, 0, sizeof(vs));
+	memset(applied, 0, sizeof(applied));
+	memset(flushes, 0, sizeof(flushes));
+	applied_sum = 0;
+	ctx.ops.post_srq_recv = model_post_srq_recv;
+	ctx.ops.post_send = model_post_send;
+	srq.context = &ctx;
+	mr.lkey = 1;
+	slot_mem = aligned_alloc(4096, (size_t)SLOTS * VERBS_MSG_SIZE);
+	cr_assert(slot_mem);
+	vs.p.handle = handler;
+	vs.p.num_regions = 1;
+	vs.regions[0].desc.dim = DIM;
+	vs.regions[0].desc.lo = 0;
+	vs.regions[0].desc.hi = 1000;
+	vs.regions[0].desc.num_rows = 1000;
+	vs.p.regions = vs.regions;
+	vs.sessions = table;
+	vs.gens = gens;
+	vs.max_sessions = MAX_SESS;
+	memset(table, 0, sizeof(table));
+	/* The pool of verbs_pool_create/grow, over the model's queue. */
+	vs.pool.srq = &srq;
+	vs.pool.max_slots = SLOTS;
+	vs.pool.slot_posted = calloc(SLOTS, 1);
+	vs.pool.chunks = calloc(SLOTS / VERBS_POOL_CHUNK, sizeof(*vs.pool.chunks));
+	for (uint32_t c = 0; c < SLOTS / VERBS_POOL_CHUNK; c++)
+		vs.pool.chunks[c] = (struct verbs_chunk){
+			slot_mem + (size_t)c * VERBS_POOL_CHUNK * VERBS_MSG_SIZE, &mr };
+	vs.pool.nslots = SLOTS;
+	for (uint32_t s = 0; s < SLOTS; s++) {
+		cr_assert_eq(verbs_pool_post(&vs.pool, s), 0);
+		vs.pool.free_credits++;
+	}
+}
+
+static void teardown(void)
+{
+	free(vs.pool.slot_posted);
+	free(vs.pool.chunks);
+	free(slot_mem);
+}
+
+/* A client connects: its session and its first credits. */
+static uint32_t admit(uint32_t i)
+{
+	memset(&sess[i], 0, sizeof(sess[i]));
+	qps[i] = (struct ibv_qp){ .context = &ctx, .qp_num = 100 + i };
+	ids[i] = (struct rdma_cm_id){ .qp = &qps[i] };
+	sess[i].id = &ids[i];
+	sess[i].qp_num = 100 + i;
+	sess[i].index = i;
+	sess[i].gen = gens[i];
+	sess[i].client_id = i;
+	sess[i].num_clients = MAX_SESS;
+	sess[i].state = SS_LIVE;
+	snprintf(sess[i].peer, sizeof(sess[i].peer), "model client %u", i);
+	return verbs_srv_admit(&vs, &sess[i]);
+}
+
+/* A message from client i lands in the slot at the head of the SRQ. */
+static uint32_t arrive(uint32_t i, uint32_t type, uint32_t rows)
+{
+	struct verbs_msg_hdr h = { type, 0 };
+	struct rdps_wire_rows wr = { 0, rows };
+	uint32_t slot;
+	char *p;
+
+	if (m.head == m.tail) {
+		m.overruns++;
+		return UINT32_MAX;
+	}
+	slot = m.fifo[m.head++ % (SLOTS * 4)];
+	cr_assert_eq(m.on_queue[slot], 1);
+	m.on_queue[slot]--;
+	p = verbs_pool_buf(&vs.pool, slot);
+	if (type == RDPS_REQ_PUSH) {
+		h.len = (uint32_t)(sizeof(wr) + rows * 8 + rows * DIM * 4);
+		memcpy(p + sizeof(h), &wr, sizeof(wr));
+		for (uint32_t r = 0; r < rows; r++) {
+			uint64_t id = r * 7 + i;
+
+			memcpy(p + sizeof(h) + sizeof(wr) + r * 8, &id, 8);
+			for (uint32_t d = 0; d < DIM; d++) {
+				float g = 1.0f;
+
+				memcpy(p + sizeof(h) + sizeof(wr) + rows * 8 + (r * DIM + d) * 4, &g, 4);
+			}
+		}
+	}
+	memcpy(p, &h, sizeof(h));
+	return slot;
+}
+
+static struct ibv_wc recv_wc(uint32_t i, uint32_t slot, enum ibv_wc_status st,
+			     enum ibv_wc_opcode opcode)
+{
+	struct verbs_msg_hdr h;
+
+	memcpy(&h, verbs_pool_buf(&vs.pool, slot), sizeof(h));
+	return (struct ibv_wc){ .wr_id = WR_ID(WR_SRV_RECV, slot), .status = st,
+				.opcode = opcode, .qp_num = 100 + i,
+				.byte_len = (uint32_t)sizeof(h) + h.len };
+}
+
+/* inflight: messages the queue took whose completions were not handled. */
+static void check_conserved_inflight(uint32_t inflight)
+{
+	uint32_t promised = 0;
+
+	for (uint32_t i = 0; i < vs.hw; i++)
+		if (table[i])
+			promised += table[i]->cr.promised;
+	cr_assert_eq(vs.pool.promised, promised);
+	cr_assert_eq(vs.pool.free_credits + vs.pool.promised, vs.pool.posted,
+		     "credits (%u free + %u promised) differ from slots posted (%u)",
+		     vs.pool.free_credits, vs.pool.promised, vs.pool.posted);
+	cr_assert_eq(vs.pool.posted, m.tail - m.head + inflight);
+}
+
+static void check_conserved(void)
+{
+	check_conserved_inflight(0);
+}
+
+TestSuite(verbs_cq, .init = setup, .fini = teardown, .timeout = 30);
+
+/*
+ * A session's queue pair fails with pushes and credit messages in flight.
+ * Its completions arrive as mlx5 writes them: the flushed sends with a
+ * stale IBV_WC_RECV opcode, the flushed receive with IBV_WC_SEND. Every
+ * slot must end up posted exactly once and every push applied once.
+ */
+Test(verbs_cq, failed_completions_are_classified_by_wr_id_not_opcode)
+{
+	uint32_t got = admit(0), slots[20];
+
+	cr_assert_gt(got, 20);
+	for (int k = 0; k < 20; k++)
+		slots[k] = arrive(0, RDPS_REQ_PUSH, 5);
+	for (int k = 0; k < 20; k++) {
+		struct ibv_wc wc = recv_wc(0, slots[k], IBV_WC_SUCCESS, IBV_WC_RECV);
+
+		verbs_srv_completion(&vs, &wc);
+	}
+	verbs_srv_regrant(&vs);
+	cr_assert_eq(applied[0], 100);
+	/* Half a share came back: the server sent it as a credit message. */
+	cr_assert_gt(m.nsent[0], 0, "no credit message after %u credits came back", 20);
+
+	/* The QP fails: a message was being received, the sends are flushed. */
+	{
+		uint32_t slot = arrive(0, RDPS_REQ_PUSH, 5);
+		struct ibv_wc wc = recv_wc(0, slot, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
+
+		verbs_srv_completion(&vs, &wc);
+	}
+	for (uint32_t k = 0; k < m.nsent[0]; k++) {
+		struct ibv_wc wc = { .wr_id = m.sent_wr[0][k], .status = IBV_WC_WR_FLUSH_ERR,
+				     .opcode = IBV_WC_RECV, .qp_num = 100 };
+
+		verbs_srv_completion(&vs, &wc);
+	}
+	cr_assert_eq(m.double_posts, 0, "%d slot(s) posted twice: two receives share a buffer",
+		     m.double_posts);
+	cr_assert_eq(vs.pool.double_posts, 0, "%llu completion(s) taken for a posted slot",
+		     (unsigned long long)vs.pool.double_posts);
+	cr_assert_eq(applied[0], 100, "the flushed push must not be applied");
+	cr_assert_eq(vs.pool.posted, SLOTS, "%u of %u slots posted", vs.pool.posted, SLOTS);
+	check_conserved();
+}
+
+/*
+ * Clients that send whenever they hold a credit, in random interleavings,
+ * never find the shared queue empty, however many share the pool and
+ * whenever they join; at the end every slot is posted and every credit is
+ * accounted for. Control: clients that ignore their credits (the server
+ * still busy) overrun it, so the model does catch an overrun.
+ */
+static void run_clients(unsigned seed, uint32_t nclients, bool greedy, int *overruns,
+			uint64_t *sent_rows)
+{
+	uint32_t held[MAX_SESS] = { 0 };
+	uint32_t pending_slot[MAX_SESS][SLOTS], npending[MAX_SESS] = { 0 };
+	uint32_t joined = 0;
+
+	srand(seed);
+	*sent_rows = 0;
+	for (int step = 0; step < 4000; step++) {
+		int what = rand() % 10;
+		uint32_t i = (uint32_t)rand() % nclients;
+
+		if (joined < nclients && (what == 0 || step < 2)) {
+			held[joined] = admit(joined);
+			joined++;
+			continue;
+		}
+		if (i >= joined)
+			continue;
+		if (what < 5 && (held[i] || greedy)) {
+			/* Client i sends a push: it arrives at the SRQ. */
+			uint32_t slot = arrive(i, RDPS_REQ_PUSH, 2);
+
+			if (slot == UINT32_MAX)
+				continue;
+			if (held[i])
+				held[i]--;
+			pending_slot[i][npending[i]++] = slot;
+			*sent_rows += 2;
+		} else if (what < 8 && !greedy) {
+			/* The server polls: one client's oldest completions, in
+			 * order (one QP's receives complete in order). */
+			for (uint32_t k = 0; k < npending[i]; k++) {
+				struct ibv_wc wc = recv_wc(i, pending_slot[i][k], IBV_WC_SUCCESS,
+							   IBV_WC_RECV);
+
+				verbs_srv_completion(&vs, &wc);
+			}
+			npending[i] = 0;
+			verbs_srv_regrant(&vs);
+		} else {
+			/* Credit messages reach client i. */
+			for (; m.delivered[i] < m.nsent[i]; m.delivered[i]++)
+				held[i] += IMM_CREDITS(m.sent_imm[i][m.delivered[i]]);
+		}
+		if (!greedy) {
+			uint32_t n = 0;
+
+			for (uint32_t k = 0; k < joined; k++)
+				n += npending[k];
+			check_conserved_inflight(n);
+		}
+	}
+	*overruns = m.overruns;
+	if (greedy)
+		return; /* the server never caught up: nothing to drain */
+	for (uint32_t i = 0; i < joined; i++)
+		for (uint32_t k = 0; k < npending[i]; k++) {
+			struct ibv_wc wc = recv_wc(i, pending_slot[i][k], IBV_WC_SUCCESS, IBV_WC_RECV);
+
+			verbs_srv_completion(&vs, &wc);
+		}
+	verbs_srv_regrant(&vs);
+}
+
+Test(verbs_cq, credits_never_exceed_posted_slots)
+{
+	for (unsigned seed = 1; seed <= 20; seed++) {
+		uint64_t rows, total = 0;
+		int overruns;
+
+		teardown();
+		setup();
+		run_clients(seed, MAX_SESS, false, &overruns, &rows);
+		cr_assert_eq(overruns, 0, "seed %u: %d SEND(s) found no posted slot", seed, overruns);
+		for (uint32_t i = 0; i < MAX_SESS; i++)
+			total += applied[i];
+		cr_assert_eq(total, rows, "seed %u: %llu rows applied of %llu sent", seed,
+			     (unsigned long long)total, (unsigned long long)rows);
+		cr_assert_eq(vs.pool.posted, SLOTS);
+		check_conserved();
+	}
+}
+
+Test(verbs_cq, control_clients_ignoring_credits_overrun_the_queue)
+{
+	uint64_t rows;
+	int overruns;
+
+	run_clients(7, MAX_SESS, true, &overruns, &rows);
+	cr_assert_gt(overruns, 0, "the model never overran: it could not catch an overrun");
+}
+
+/* A flush is acknowledged once, with the pushes before it applied, and the
+ * acknowledgement carries the refusals since the last flush. */
+Test(verbs_cq, a_flush_is_acknowledged_after_the_pushes_before_it)
+{
+	uint32_t s1, s2, s3, imm;
+	struct ibv_wc wc;
+
+	admit(0);
+	s1 = arrive(0, RDPS_REQ_PUSH, 3);
+	s2 = arrive(0, RDPS_REQ_PUSH, 3);
+	/* A malformed push: it says 3 rows and carries 1. */
+	s3 = arrive(0, RDPS_REQ_PUSH, 3);
+	{
+		struct verbs_msg_hdr h;
+		char *p = verbs_pool_buf(&vs.pool, s3);
+
+		memcpy(&h, p, sizeof(h));
+		h.len -= 2 * (8 + DIM * 4);
+		memcpy(p, &h, sizeof(h));
+	}
+	for (uint32_t s = 0; s < 3; s++) {
+		uint32_t slot = s == 0 ? s1 : s == 1 ? s2 : s3;
+
+		wc = recv_wc(0, slot, IBV_WC_SUCCESS, IBV_WC_RECV);
+		verbs_srv_completion(&vs, &wc);
+	}
+	wc = recv_wc(0, arrive(0, RDPS_REQ_FLUSH, 0), IBV_WC_SUCCESS, IBV_WC_RECV);
+	verbs_srv_completion(&vs, &wc);
+	verbs_srv_regrant(&vs);
+	cr_assert_eq(applied[0], 6);
+	cr_assert_eq(flushes[0], 1);
+	cr_assert_geq(m.nsent[0], 1);
+	imm = m.sent_imm[0][m.nsent[0] - 1];
+	cr_assert_eq(IMM_KIND(imm), IMM_FLUSH_ACK, "the last message is not the flush ack");
+	cr_assert_eq(IMM_FAILED(imm), 1, "the ack reports %u refused pushes, want 1",
+		     IMM_FAILED(imm));
+	check_conserved();
+}

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal: the verbs backend (libibverbs + librdmacm, RC queue pairs), split
+ * by concern as rdma-core's providers are:
+ *
+ *   verbs_cm.c         rdma_cm address/route resolution, event waits,
+ *                      registered buffers, the listener
+ *   verbs_client.c     a client connection: one-sided pulls, pushes, flush
+ *   verbs_recv_pool.c  the server's shared receive slots and push credits
+ *   verbs_server.c     the server: listener, connection requests, async
+ *                      events, session teardown, progress
+ *   verbs_srv_cq.c     the server's completions, and the credits and
+ *                      acknowledgements they make it send
+ *   verbs.c            the ops table and what the backend tells its callers
+ *
+ * Pulls are one-sided RDMA READs of registered shards. Pushes are SENDs into
+ * receive buffers ("slots") the server keeps posted on one shared receive
+ * queue; a client may only send while it holds a credit, and the server
+ * never has more credits out than slots posted (verbs_recv_pool.c), so a
+ * SEND never finds the queue empty. The handshake, barriers and stats run
+ * over a TCP connection (tcp.c); each queue pair is bound to that
+ * connection: it is created with the connection's one-use session token and
+ * torn down with it.
+ */
+#ifndef RDPS_TRANSPORT_VERBS_H
+#define RDPS_TRANSPORT_VERBS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "rdps/auth.h"
+#include "rdps/transport.h"
+
+#define VERBS_MSG_SIZE (64u << 10)     /* one push message / receive slot */
+#define VERBS_CLIENT_RECVS 128         /* credit/ack receives a client keeps posted */
+#define VERBS_SQ_DEPTH 512             /* client send queue */
+#define VERBS_SEND_SLOTS 16            /* client push buffers */
+#define VERBS_BOUNCE (8u << 20)        /* client READ target */
+#define VERBS_READS_PER_POST 256       /* work requests per post list */
+#define VERBS_SIGNAL_EVERY 64          /* bound on unsignaled READs in a list */
+#define VERBS_MAX_RUN_ROWS 1024        /* rows per coalesced READ */
+#define VERBS_MAX_REREADS 10000        /* per torn row before giving up */
+#define VERBS_INITIATOR_DEPTH 16       /* READs in flight per QP */
+#define VERBS_CM_MAGIC 0x32504452u     /* "RDP2": the session-bound request */
+#define VERBS_QP_MAC_LEN 16            /* truncated HMAC proving the secret */
+#define VERBS_QP_MAC_LABEL "rdps-qp-v1"
+/* Receiver-not-ready retries before a SEND fails (7 would retry forever).
+ * Credits make RNR impossible between well-behaved peers; bounded, a peer
+ * that breaks the protocol gets an error instead of a hang. */
+#define VERBS_RNR_RETRY 6
+#define VERBS_RETRY 7                  /* transport retries (7 is finite) */
+
+/* Server side. */
+#define VERBS_POOL_CHUNK 64            /* slots per registered chunk (4 MiB) */
+#define VERBS_POOL_MIN_SLOTS 256       /* the pool at start (16 MiB) */
+#define VERBS_POOL_MAX_SLOTS 8192      /* at most (512 MiB), and the device's max_srq_wr */
+#define VERBS_SHARE_TARGET 8           /* the pool grows to keep this many credits per session */
+#define VERBS_SHARE_MAX 32             /* credits one session holds at most */
+#define VERBS_SRV_SQ_DEPTH 16          /* a session's server send queue (credits, acks) */
+#define VERBS_SRV_SIGNAL_EVERY 8
+#define VERBS_MAX_SESSIONS 1024        /* queue pairs per server (sizes the CQ) */
+#define VERBS_DRAIN_MS 2000            /* teardown waits this long for LAST_WQE_REACHED */
+
+/* Immediate data, server -> client. */
+#define IMM_KIND(x) ((x) >> 30)
+#define IMM_CREDITS(x) (((x) >> 16) & 0x3fffu)
+#define IMM_FAILED(x) ((x) & 0xffffu)
+#define IMM_MAKE(kind, credits, failed)                                       \
+	(((uint32_t)(kind) << 30) | ((uint32_t)(credits) << 16) | ((failed) > 0xffff ? 0xffff : (failed)))
+enum { IMM_CREDIT = 1, IMM_FLUSH_ACK = 2 };
+
+/* First bytes of every client -> server message. */
+struct verbs_msg_hdr {
+	uint32_t type; /* RDPS_REQ_PUSH or RDPS_REQ_FLUSH */
+	uint32_t len;  /* bytes after this header */
+};
+
+/* Private data of the RDMA connection request (rdma_cm carries 56 bytes). */
+struct verbs_cm_req {
+	uint32_t magic;
+	uint32_t client_id;
+	uint32_t num_clients;
+	uint32_t server_id;
+	uint64_t session;                 /* from the welcome of the TCP connection */
+	uint8_t mac[VERBS_QP_MAC_LEN];    /* with a secret: HMAC(secret, label, session) */
+};
+_Static_assert(sizeof(struct verbs_cm_req) == 40, "wire layout");
+
+struct verbs_cm_rep {
+	uint32_t magic;
+	uint32_t credits;                 /* may be 0: credits follow as messages */
+};
+
+/*
+ * wr_id of every work request: its kind in the top byte, the rest per kind.
+ * Completions are classified by wr_id only: a failed completion's opcode is
+ * undefined (ibv_poll_cq(3); mlx5 does not write it).
+ */
+enum {
+	WR_READ = 1,     /* client: seq */
+	WR_SEND = 2,     /* client: seq */
+	WR_RECV = 3,     /* client: receive index */
+	WR_SRV_RECV = 4, /* server: pool slot */
+	WR_SRV_SEND = 5, /* server: session index, generation, seq */
+};
+#define WR_ID(kind, seq) (((uint64_t)(kind) << 56) | ((seq) & ((1ull << 56) - 1)))
+#define WR_KIND(id) ((int)((id) >> 56))
+#define WR_SEQ(id) ((id) & ((1ull << 56) - 1))
+
+/* ---------------------------------------------------------------------- */
+/* verbs_cm.c                                                             */
+
+/* Advice for a failed registration (the memory-lock limit), or "". */
+const char *verbs_memlock_hint(int err);
+int verbs_set_nonblock(int fd);
+/* Waits for the next rdma_cm event on ch, up to deadline. */
+int verbs_cm_wait(struct rdma_event_channel *ch, uint64_t deadline, struct rdma_cm_event **ev);
+/* Resolves host:port (address, then route) for id. */
+int verbs_cm_resolve(struct rdma_cm_id *id, struct rdma_event_channel *ch, const char *host,
+		     uint16_t port, int timeout_ms, char *err, size_t errlen);
+/* A page-aligned zeroed buffer of len bytes registered with access. */
+int verbs_alloc_registered(struct ibv_pd *pd, size_t len, int access, char **buf,
+			   struct ibv_mr **mr, char *err, size_t errlen, const char *what);
+/* Why a server refused a connection request (reason: a positive errno it
+ * sent in the reject's private data). */
+const char *verbs_reject_reason(int reason);
+/* The MAC a client puts in its connection request (all zero without a secret). */
+void verbs_qp_mac(const struct rdps_secret *secret, uint64_t session,
+		  uint8_t mac[VERBS_QP_MAC_LEN]);
+/* Creates an event channel and an id bound to host:port, ready to listen. */
+int verbs_cm_bind(const char *host, uint16_t port, struct rdma_event_channel **ch,
+		  struct rdma_cm_id **id, void *ctx, char *err, size_t errlen);
+/* The RDMA device that serves the route to host, by name. */
+int verbs_route_device(const char *host, uint16_t port, char *name, size_t namelen);
+
+/* ---------------------------------------------------------------------- */
+/* verbs_client.c                                                         */
+
+int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out, char *err,
+		  size_t errlen);
+void verbs_close(struct rdps_conn *c);
+int verbs_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids, uint32_t n,
+		    float *out);
+int verbs_pull_wait(struct rdps_conn *c);
+int verbs_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const float *grads,
+	       uint32_t n);
+int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+	       void *reply, size_t reply_len, int timeout_ms);
+
+/* ---------------------------------------------------------------------- */
+/* verbs_recv_pool.c: receive slots on one SRQ, and the credits that say
+ * who may fill them. Mirrored by the model transport/verbs_credits.pml. */
+
+struct verbs_chunk {
+	char *buf;                    /* VERBS_POOL_CHUNK slots of VERBS_MSG_SIZE */
+	struct ibv_mr *mr;
+};
+
+struct verbs_recv_pool {
+	struct ibv_pd *pd;
+	struct ibv_srq *srq;
+	uint32_t nslots;              /* slots allocated (all posted when idle) */
+	uint32_t max_slots;           /* the SRQ's capacity */
+	uint32_t posted;              /* slots on the SRQ now */
+	uint32_t free_credits;        /* posted slots promised to no session */
+	uint32_t promised;            /* credits held by sessions (sum) */
+	uint8_t *slot_posted;         /* per slot: 1 while on the SRQ */
+	struct verbs_chunk *chunks;   /* nslots / VERBS_POOL_CHUNK */
+	uint64_t double_posts;        /* slots a completion returned twice (never) */
+};
+
+/* A session's side of the accounting. */
+struct verbs_credits {
+	uint32_t promised;            /* granted, not yet returned by a completion */
+	uint32_t owed;                /* granted, not yet sent to the client */
+};
+
+int verbs_pool_create(struct verbs_recv_pool *pool, struct ibv_pd *pd, uint32_t max_slots,
+		      char *err, size_t errlen);
+void verbs_pool_destroy(struct verbs_recv_pool *pool);
+/* Grows the pool to at least want slots (in chunks, up to max_slots). The
+ * new slots are posted and their credits are free. 0 or -errno. */
+int verbs_pool_grow(struct verbs_recv_pool *pool, uint32_t want, char *err, size_t errlen);
+static inline void *verbs_pool_buf(const struct verbs_recv_pool *pool, uint32_t slot)
+{
+	return pool->chunks[slot / VERBS_POOL_CHUNK].buf +
+	       (size_t)(slot % VERBS_POOL_CHUNK) * VERBS_MSG_SIZE;
+}
+/* A completion handed slot back: it is off the SRQ. -EPROTO if it was not
+ * posted (a completion seen twice). */
+int verbs_pool_taken(struct verbs_recv_pool *pool, uint32_t slot);
+/* Posts slot again. 0 or -errno. */
+int verbs_pool_post(struct verbs_recv_pool *pool, uint32_t slot);
+/* Credits per session for live sessions: the fair share of the pool. */
+uint32_t verbs_pool_share(const struct verbs_recv_pool *pool, uint32_t live);
+/* Gives c credits up to share from the free ones; returns how many. */
+uint32_t verbs_pool_grant(struct verbs_recv_pool *pool, struct verbs_credits *c,
+			  uint32_t share);
+/* A completion consumed one of c's credits; reposted: its slot is on the
+ * SRQ again. -EPROTO if c held none: the peer sent without a credit. */
+int verbs_pool_return(struct verbs_recv_pool *pool, struct verbs_credits *c, bool reposted);
+/* A session is gone and drained: its unused credits are free again. */
+void verbs_pool_release(struct verbs_recv_pool *pool, struct verbs_credits *c);
+
+/* ---------------------------------------------------------------------- */
+/* verbs_server.c and verbs_srv_cq.c                                      */
+
+enum { SS_CONNECTING, SS_LIVE, SS_CLOSING };
+
+struct verbs_session {
+	struct rdma_cm_id *id;
+	uint32_t qp_num;
+	uint32_t index;            /* in vs->sessions */
+	uint16_t gen;              /* of that index, in send wr_ids */
+	int state;                 /* SS_* */
+	uint32_t client_id, num_clients;
+	uint64_t token;            /* its control connection's session token */
+	char peer[64];
+	struct verbs_credits cr;
+	uint32_t failed;           /* push messages refused since the last flush */
+	uint32_t acks_owed;        /* flush acknowledgements not sent yet */
+	uint64_t sq_posted, sq_done;
+	bool drain_ready;          /* LAST_WQE_REACHED seen, or its wait ran out */
+	uint64_t drain_deadline;
+};
+
+struct verbs_server {
+	struct rdps_tserver base;
+	struct rdps_tserver *tcp;      /* handshake, barrier, stats, shutdown */
+	struct rdps_listen_params p;
+	struct rdps_region regions[RDPS_MAX_TABLES];
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen_id;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	struct ibv_mr *mrs[RDPS_MAX_TABLES];
+	struct verbs_recv_pool pool;
+	struct verbs_session **sessions; /* by index, NULL where free */
+	uint16_t *gens;                /* per index: bumped when freed */
+	uint32_t max_sessions;
+	uint32_t hw;                   /* indexes in use are below this */
+	uint32_t live;                 /* sessions not closing (they hold credits) */
+	uint32_t closing;
+	uint32_t regrant_from;         /* round robin over sessions */
+	uint64_t orphans;              /* completions of unknown queue pairs */
+	uint64_t srq_low_logged_ns;
+	bool grow_failed_logged;
+	int fatal;                     /* a device or queue error: progress fails */
+};
+
+/* Starts the teardown of a session (verbs_server.c); its control
+ * connection is closed too unless it is the reason. Idempotent. */
+void verbs_session_close(struct verbs_server *vs, struct verbs_session *ss, const char *why,
+			 bool close_control);
+/* Enters an accepted session into the table and gives it its first
+ * credits (the fair share, as far as free ones go): they travel in the
+ * connection reply. Returns them (verbs_srv_cq.c). */
+uint32_t verbs_srv_admit(struct verbs_server *vs, struct verbs_session *ss);
+/* Handles one completion (verbs_srv_cq.c). */
+void verbs_srv_completion(struct verbs_server *vs, const struct ibv_wc *wc);
+/* Polls the CQ until it is empty; completions handled, or -EIO. */
+int verbs_srv_drain_cq(struct verbs_server *vs);
+/* Gives free credits to sessions below their share and sends what each is
+ * owed (credits, flush acknowledgements). */
+void verbs_srv_regrant(struct verbs_server *vs);
+
+
+int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, char *err,
+		 size_t errlen);
+int verbs_progress(struct rdps_tserver *s, int timeout_ms);
+int verbs_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
+		const void *payload, size_t len);
+void verbs_destroy(struct rdps_tserver *s, int timeout_ms);
+
+const struct rdps_transport_ops *rdps_transport_verbs(void);
+
+#endif
