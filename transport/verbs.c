@@ -431,7 +431,7 @@ static int complete_batch(struct verbs_conn *vc)
 			uint32_t tries = 0;
 
 			while (vc->consistency == RDPS_READ_VALIDATED &&
-			       rdps_row_ver_begin(row) != rdps_row_ver_end(row, t->dim)) {
+			       !rdps_row_valid(row, t->dim)) {
 				int ret;
 
 				if (++tries > VERBS_MAX_REREADS)
