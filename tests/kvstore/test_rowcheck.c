@@ -32,7 +32,7 @@
 
 #define LINE 64
 #define MAX_LINES 64                  /* rows of up to 4 KiB */
-#define RUN_NS 1500000000ull          /* bound of one run (it stops earlier when it has its counts) */
+#define RUN_NS 1500000000ull          /* bound of a run (which stops once it has its counts) */
 
 enum writer_kind { WRITE_APPLY, WRITE_IMPORT, WRITE_OLD_SEQLOCK };
 enum check_kind { CHECK_VALIDATED, CHECK_RELAXED, CHECK_OLD_SEQLOCK };
@@ -294,7 +294,9 @@ Test(rowcheck, validated_reads_accept_no_torn_row_dim100)
 
 Test(rowcheck, validated_reads_accept_no_torn_row_dim16)
 {
-	check_validated(WRITE_APPLY, 16); /* 2 lines, the checksum in the first */
+	/* 2 lines, the checksum in the first. (The old layout had a version
+	 * in each of its 2 lines here, so its seqlock held at this size.) */
+	check_validated(WRITE_APPLY, 16);
 }
 
 Test(rowcheck, validated_reads_accept_no_torn_row_while_importing)
