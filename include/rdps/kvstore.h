@@ -55,6 +55,7 @@ extern "C" {
 
 #define RDPS_ROW_CHECK_OFFSET 8
 
+/* Bytes per row: the header and the data, rounded up to a cache line. */
 static inline size_t rdps_row_stride(uint32_t dim)
 {
 	return (RDPS_ROW_DATA_OFFSET + (size_t)dim * 4 + 63) & ~(size_t)63;
@@ -206,7 +207,7 @@ void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *sta
 
 /* Reads one row that a writer may be updating concurrently (a thread that
  * shares the shard's memory): copies the data to out and checks the copy
- * against the version and checksum read around it. Returns 0 with a whole
+ * against the version and checksum read before it. Returns 0 with a whole
  * row in out, or -EAGAIN if the copy was torn (read again). */
 int rdps_row_read_validated(const void *row, uint32_t dim, float *out);
 
