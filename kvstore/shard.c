@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Shards: rows of one table on one server, and the optimizers that update
  * them. One writer per shard (the server's progress thread); readers (RDMA
- * READs, or threads sharing the memory) use the seqlock in the row layout. */
+ * READs, or threads sharing the memory) check the rows' checksums (see the
+ * row layout in rdps/kvstore.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +68,32 @@ static inline float *row_data(char *row)
 	return (float *)(row + RDPS_ROW_DATA_OFFSET);
 }
 
+static inline uint64_t *row_version(char *row)
+{
+	return (uint64_t *)row;
+}
+
+/* Starts a write of a row: returns its new version, stored already. */
+static inline uint64_t row_begin(char *row)
+{
+	/* One writer per shard: no one else moves the version. */
+	uint64_t v = *row_version(row) + 1;
+
+	/* Atomic stores only keep each word whole; no fence anywhere in a
+	 * write, because a reader trusts no order: it accepts an image only if
+	 * the checksum matches, whichever of these stores it saw. */
+	__atomic_store_n(row_version(row), v, __ATOMIC_RELAXED);
+	return v;
+}
+
+/* Ends a write of a row of version v: stores the checksum of its data
+ * (passed as the pointer the write went through, for restrict's sake). */
+static inline void row_seal(char *row, const float *data, uint32_t dim, uint64_t v)
+{
+	__atomic_store_n((uint64_t *)(row + RDPS_ROW_CHECK_OFFSET),
+			 rdps_row_checksum(v, data, dim), __ATOMIC_RELAXED);
+}
+
 int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out)
 {
 	struct rdps_shard *s;
@@ -102,10 +129,13 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 		goto err_free_shard;
 	}
 	memset(s->base, 0, s->len);
-	if (p->init == RDPS_INIT_UNIFORM)
-		for (size_t i = 0; i < nrows; i++)
+	for (size_t i = 0; i < nrows; i++) {
+		if (p->init == RDPS_INIT_UNIFORM)
 			init_row(row_data(row_ptr(s, i)), s->dim, p->seed,
 				 p->table_id, p->lo + i, p->init_range);
+		/* Version 0 is sealed too: readers may come before any push. */
+		row_seal(row_ptr(s, i), row_data(row_ptr(s, i)), s->dim, 0);
+	}
 	if (s->optimizer == RDPS_OPT_ADAGRAD_ROW)
 		state_len = nrows;
 	else if (s->optimizer == RDPS_OPT_ADAGRAD)
@@ -186,13 +216,16 @@ void rdps_shard_read(const struct rdps_shard *s, const uint64_t *ids,
 
 int rdps_row_read_validated(const void *row, uint32_t dim, float *out)
 {
-	uint64_t b = rdps_row_ver_begin(row), e;
+	const char *r = row;
+	uint64_t check = __atomic_load_n((const uint64_t *)(r + RDPS_ROW_CHECK_OFFSET),
+					 __ATOMIC_RELAXED);
+	uint64_t version = __atomic_load_n((const uint64_t *)r, __ATOMIC_RELAXED);
 
-	memcpy(out, (const char *)row + RDPS_ROW_DATA_OFFSET, (size_t)dim * 4);
-	/* The copy must complete before ver_end is loaded. */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	e = rdps_row_ver_end(row, dim);
-	return b == e ? 0 : -EAGAIN;
+	/* No ordering needed between these reads: the copy is what gets
+	 * checked (not the shared row, which may have changed since), and any
+	 * mix of two writes fails the check. */
+	memcpy(out, r + RDPS_ROW_DATA_OFFSET, (size_t)dim * 4);
+	return rdps_row_checksum(version, out, dim) == check ? 0 : -EAGAIN;
 }
 
 static int slot_cmp(const void *a, const void *b)
@@ -210,16 +243,10 @@ static inline void update_row(struct rdps_shard *s, uint64_t local,
 {
 	char *row = row_ptr(s, local);
 	float *restrict w = row_data(row);
-	uint64_t *ver_begin = (uint64_t *)row;
-	uint64_t *ver_end = (uint64_t *)(row + rdps_row_ver_end_offset(s->dim));
-	uint64_t v = __atomic_load_n(ver_begin, __ATOMIC_RELAXED) + 1;
+	const uint64_t v = row_begin(row);
 	const float lr = s->lr, eps = s->eps;
 	const uint32_t dim = s->dim;
 
-	__atomic_store_n(ver_end, v, __ATOMIC_RELAXED);
-	/* ver_end must be visible before any data store: a reader that then
-	 * sees new data also sees ver_end moved past ver_begin. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	if (opt == RDPS_OPT_SGD) {
 		for (uint32_t j = 0; j < dim; j++)
 			w[j] -= lr * g[j];
@@ -240,8 +267,7 @@ static inline void update_row(struct rdps_shard *s, uint64_t local,
 			w[j] -= lr * g[j] / (sqrtf(st[j]) + eps);
 		}
 	}
-	/* Data stores complete before ver_begin says the update is over. */
-	__atomic_store_n(ver_begin, v, __ATOMIC_RELEASE);
+	row_seal(row, w, dim, v);
 }
 
 static inline int apply_all(struct rdps_shard *s, const uint64_t *ids,
@@ -326,15 +352,11 @@ void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *sta
 
 	for (uint64_t i = 0; i < n; i++) {
 		char *row = row_ptr(s, i);
-		uint64_t *ver_begin = (uint64_t *)row;
-		uint64_t *ver_end = (uint64_t *)(row + rdps_row_ver_end_offset(s->dim));
-		uint64_t v = __atomic_load_n(ver_begin, __ATOMIC_RELAXED) + 1;
+		uint64_t v = row_begin(row);
 
 		/* The same protocol as an update (see update_row). */
-		__atomic_store_n(ver_end, v, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_RELEASE);
 		memcpy(row_data(row), rows + i * s->dim, (size_t)s->dim * 4);
-		__atomic_store_n(ver_begin, v, __ATOMIC_RELEASE);
+		row_seal(row, row_data(row), s->dim, v);
 	}
 	if (state && s->state)
 		memcpy(s->state, state, rdps_shard_state_floats(s) * sizeof(float));

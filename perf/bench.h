@@ -39,6 +39,7 @@ int rdps_bench_push(int argc, char **argv);
 int rdps_bench_train(int argc, char **argv);
 int rdps_bench_load(int argc, char **argv);
 int rdps_bench_zmq(int argc, char **argv);
+int rdps_bench_rowcheck(int argc, char **argv);
 
 /* ---------------------------------------------------------------------- */
 /* Latency recorder                                                        */

@@ -72,6 +72,7 @@ g_verbs = load("guest-pull-verbs")
 g_tcp = load("guest-pull-tcp")
 g_push_verbs = load("guest-push-verbs")
 g_push_tcp = load("guest-push-tcp")
+rowcheck = load("rowcheck")
 failed = read("failed.txt").split("\n")
 failed = [f for f in failed if f]
 
@@ -413,6 +414,37 @@ md.append("\nQuickstart (`deploy/quickstart.sh`, 2 servers + 2 trainers over TCP
           "each): 102.1 s of training, 40.1k pos triples/s per trainer, test MRR 0.4847, Hits@10 0.9237 "
           "(2026-11-22, WN18 cut).\n")
 
+md.append("\n## Row validation (one-sided reads)\n")
+if rowcheck:
+    r0 = rowcheck[0]
+    md.append("`rdps bench rowcheck`: what checking a row costs, in ns per row, single thread, no transport; "
+              "median of {} rounds, batches of {} rows. Schemes: *relaxed* (no check: the floor), *seqlock* (the "
+              "previous layout: two versions compared; sound only if a READ places a row in address order), "
+              "*checksum* (the current layout, `rdps_row_valid`: XXH3 of version and data; sound in any placement "
+              "order) and *farm* (a version in every 64-byte line, 15 floats per line; sound only if each line is "
+              "read atomically and the CPU's stores to a line reach the NIC together). Read: check + copy of each "
+              "row image of a bounce buffer to a dense output, as the verbs client after its READs. Write: one "
+              "update of a row with the scheme's stores, as the server's `update_row`.\n\n".format(
+                  r0.get("rounds", "?"), r0.get("rows", "?")))
+    rc_rows = []
+    for side, opt in (("read", None), ("write", "sgd"), ("write", "adagrad_row")):
+        kw = dict(side=side)
+        if opt:
+            kw["optimizer"] = opt
+        for dim in sorted({r["dim"] for r in pick(rowcheck, "rowcheck", **kw)}):
+            f = {s: one(rowcheck, "rowcheck", scheme=s, dim=dim, **kw) for s in
+                 ("relaxed", "seqlock", "checksum", "farm")}
+            if not all(f.values()):
+                continue
+            rc_rows.append([side, opt or "-", dim] + [num(f[s]["ns_per_row"]) for s in
+                                                     ("relaxed", "seqlock", "checksum", "farm")] +
+                           [ratio(f["checksum"]["vs_relaxed"]), ratio(f["checksum"]["vs_seqlock"]),
+                            ratio(f["farm"]["vs_relaxed"])])
+    md.append(table(["side", "optimizer", "dim", "relaxed ns", "seqlock ns", "checksum ns", "farm ns",
+                     "checksum / relaxed", "checksum / seqlock", "farm / relaxed"], rc_rows))
+else:
+    md.append("Not measured in this run.\n")
+
 md.append("\n## Loading partitions\n")
 if pt:
     md.append("Synthetic graph (`rdps_dataset_synth`) of {} entities and {} train triples, partitioned with {} "
@@ -562,8 +594,8 @@ md.append("\n## Not measured / caveats\n\n"
           "(one READ's latency plus the rest at `ib_read_bw`'s message rate), not measured as such. Where that "
           "ratio is below 1, rdps's posted lists beat the model (under TCG `ib_read_bw`'s steady message rate "
           "with its own queue depth is not the best case); the single-row and clustered limits are measured.\n"
-          "- Under TCG, differences between validated and relaxed reads are within the run-to-run noise; the "
-          "version check costs two compares per row.\n"
+          "- Under TCG, differences between validated and relaxed reads are within the run-to-run noise; what "
+          "the row checksum costs a client's CPU per row is in the row validation table.\n"
           "- Push limits are streams of the same bytes that nobody applies: the ratio shows what applying "
           "costs, not a transport overhead. Under TCG, `ib_send_bw` (its own queue depth and completion "
           "handling, emulated) can stream fewer messages than rdps pushes, so verbs push ratios above 1 "

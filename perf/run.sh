@@ -67,6 +67,7 @@ if ((QUICK)); then
 	ZMQ=(--table-rows 5000 --dims 100,400 --batches 1,16,256 --seconds 0.2 --tput-seconds 0.2)
 	PUSH=(--table-rows 5000 --batches 256 --seconds 0.3)
 	LOAD=(--entities 20000 --triples 200000 --reps 1)
+	ROWCHECK=(--rounds 3 --slice-us 500)
 	TRAIN=(--hidden_dim 64 --max_step 100 --log_interval 20 --kernel-seconds 0.3)
 	CURVE=(--hidden_dim 32 --curve-steps 50,100 --log_interval 10)
 	GUEST_MODE=quick
@@ -75,6 +76,7 @@ else
 	ZMQ=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 0.5 --tput-seconds 0.5)
 	PUSH=(--table-rows 100000 --batches 256,1024 --seconds 1.5)
 	LOAD=(--entities 1000000 --triples 10000000 --reps 7)
+	ROWCHECK=(--rounds 15 --slice-us 2000)
 	TRAIN=(--hidden_dim 400 --max_step 300 --log_interval 50 --kernel-seconds 2)
 	CURVE=(--hidden_dim 200 --curve-steps 200,500,1000 --log_interval 50)
 	GUEST_MODE=full
@@ -86,6 +88,7 @@ bench pull-tcp pull --transport tcp --host 127.0.0.1 --clients 2 --cdf "$RAW/cdf
 bench zmq zmq --host 127.0.0.1 --clients 2 "${ZMQ[@]}"
 bench push push --transport tcp --clients 2 "${PUSH[@]}"
 bench load load --workdir "$DATA/load" "${LOAD[@]}"
+bench rowcheck rowcheck --dims 16,100,400,1000 "${ROWCHECK[@]}"
 
 step "WordNet dataset"
 [[ -f $DATA/wn18/entities.dict ]] || "$RDPS" dataset wordnet "$DATA/wn18" --force >/dev/null 2>&1

@@ -15,6 +15,7 @@ static const struct rdps_command kinds[] = {
 	{ "train", rdps_bench_train, "pos triples/s standalone and distributed, step shares, kernels" },
 	{ "load", rdps_bench_load, "partition loading: io_uring loader vs pread vs memcpy" },
 	{ "zmq", rdps_bench_zmq, "ZeroMQ REQ/REP baseline vs rdps TCP pulls" },
+	{ "rowcheck", rdps_bench_rowcheck, "row validation cost: checksum vs seqlock vs FaRM vs none" },
 };
 
 static void usage(FILE *f)
@@ -22,7 +23,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: rdps bench <kind> [options]   (rdps bench <kind> --help for details)\n\n"
 		   "kinds:\n");
 	for (size_t i = 0; i < RDPS_ARRAY_SIZE(kinds); i++)
-		fprintf(f, "  %-6s %s\n", kinds[i].name, kinds[i].summary);
+		fprintf(f, "  %-8s %s\n", kinds[i].name, kinds[i].summary);
 	fprintf(f, "\nJSON lines go to stdout, the human table to stderr. perf/run.sh runs the\n"
 		   "suite and writes perf/report.md.\n");
 }

@@ -6,8 +6,9 @@
  * address and rkey; a client reads rows with RDMA READs into a registered
  * bounce buffer (consecutive ids coalesced into one READ, a batch posted as
  * one list, only every VERBS_SIGNAL_EVERY-th and the last work request
- * signaled), then checks each row (validated mode) and copies it out. The
- * server's CPU does nothing for a pull.
+ * signaled), then checks each row's checksum (validated mode: a row the NIC
+ * placed while the server updated it, in whatever order, fails it and is
+ * read again) and copies it out. The server's CPU does nothing for a pull.
  *
  * Pushes are SENDs into the server's shared receive slots. A client sends
  * only while it holds a credit; the server grants them (in the connection
@@ -294,8 +295,7 @@ static int complete_batch(struct verbs_conn *vc)
 			const char *row = vc->bounce + boff;
 			uint32_t tries = 0;
 
-			while (vc->consistency == RDPS_READ_VALIDATED &&
-			       rdps_row_ver_begin(row) != rdps_row_ver_end(row, t->dim)) {
+			while (vc->consistency == RDPS_READ_VALIDATED && !rdps_row_valid(row, t->dim)) {
 				int ret;
 
 				if (++tries > VERBS_MAX_REREADS)

@@ -6,23 +6,43 @@
  *
  * Row layout (little-endian, fixed stride per table, 64-byte aligned rows):
  *
- *   offset 0             u64 ver_begin   written last by an update
- *   offset 8             u64 reserved
- *   offset 16            f32 data[dim]   16-byte aligned for SIMD
- *   offset ver_end_off   u64 ver_end     written first by an update
+ *   offset 0    u64 version   updates of the row so far
+ *   offset 8    u64 check     rdps_row_checksum(version, data), written last
+ *   offset 16   f32 data[dim] 16-byte aligned for SIMD
  *   ... padding up to stride (multiple of 64)
  *
- * An update stores ver_end = v+1, then the data, then ver_begin = v+1 (with
- * release ordering). A reader that copies the row in address order (as an
- * RDMA READ does) and finds ver_begin == ver_end saw no update in between;
- * any overlap leaves ver_begin < ver_end. This is the seqlock the
- * "validated" read mode checks; "relaxed" ignores the versions.
+ * An update bumps the version, updates the data in place and stores the
+ * checksum of (version, data) last. A reader (an RDMA READ into a bounce
+ * buffer, or a thread sharing the memory) accepts a row image iff its
+ * checksum matches its version and data (rdps_row_valid): an image that
+ * mixes bytes of two updates, in any placement order, fails with
+ * probability 1 - 2^-64. This is what the "validated" read mode checks;
+ * "relaxed" accepts rows as read.
+ *
+ * Why a checksum. Neither InfiniBand nor PCIe promises that one READ places
+ * a row in address order, and on Arm a release fence does not order stores
+ * as a device sees them, so the previous seqlock (ver_begin first, ver_end
+ * after the data, equal when whole) accepted torn rows whenever both version
+ * words were read before or after an update that some data line straddled
+ * (tests/kvstore/test_rowcheck.c shows it). FaRM's answer, a version in every
+ * cache line, still assumes a NIC reads each 64-byte line atomically and
+ * that the CPU's stores to a line reach it together, and it splits the data
+ * into 60-byte pieces that every reader gathers and every optimizer loop
+ * walks line by line. A checksum (Pilaf's answer; XXH3, already a
+ * dependency) assumes nothing about placement, atomicity or store order and
+ * keeps the data contiguous. Its cost is one XXH3 pass over the data per
+ * update and per read: `rdps bench rowcheck` measures it against relaxed
+ * reads, the old seqlock and FaRM's layout (table "Row validation" in
+ * perf/report.md).
  */
 #ifndef RDPS_KVSTORE_H
 #define RDPS_KVSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <xxhash.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,14 +53,36 @@ extern "C" {
 #define RDPS_ROW_DATA_OFFSET 16
 #define RDPS_MAX_DIM 65536
 
-static inline size_t rdps_row_ver_end_offset(uint32_t dim)
-{
-	return (RDPS_ROW_DATA_OFFSET + (size_t)dim * 4 + 7) & ~(size_t)7;
-}
+#define RDPS_ROW_CHECK_OFFSET 8
 
+/* Bytes per row: the header and the data, rounded up to a cache line. */
 static inline size_t rdps_row_stride(uint32_t dim)
 {
-	return (rdps_row_ver_end_offset(dim) + 8 + 63) & ~(size_t)63;
+	return (RDPS_ROW_DATA_OFFSET + (size_t)dim * 4 + 63) & ~(size_t)63;
+}
+
+/* The checksum a row of this version and data carries: XXH3-64 of the
+ * data, seeded with the version, so data and version need not be adjacent
+ * (a reader may copy the data straight to its output and check it there). */
+static inline uint64_t rdps_row_checksum(uint64_t version, const float *data, uint32_t dim)
+{
+	return XXH3_64bits_withSeed(data, (size_t)dim * sizeof(float), version);
+}
+
+/* True if a row image that no one writes any more (an RDMA READ's bounce
+ * buffer, a copy) is whole: its checksum matches its version and data. A
+ * torn image is false with probability 1 - 2^-64; so is an image of a row
+ * never written by a shard (all zeros). For rows a writer may be updating,
+ * use rdps_row_read_validated. */
+static inline bool rdps_row_valid(const void *row, uint32_t dim)
+{
+	const char *r = (const char *)row;
+	uint64_t version, check;
+
+	memcpy(&version, r, sizeof(version));
+	memcpy(&check, r + RDPS_ROW_CHECK_OFFSET, sizeof(check));
+	return rdps_row_checksum(version, (const float *)(r + RDPS_ROW_DATA_OFFSET), dim) ==
+	       check;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -113,7 +155,8 @@ struct rdps_shard_params {
 struct rdps_shard; /* opaque */
 
 /* Allocates one page-aligned region of (hi-lo)*stride bytes and the
- * optimizer state, initialises rows. The region never moves, so a transport
+ * optimizer state, initialises rows (version 0, checksum stored, so they
+ * read as valid before any push). The region never moves, so a transport
  * may register it. Returns 0 or -errno (-EINVAL for bad params). */
 int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out);
 void rdps_shard_destroy(struct rdps_shard *s);
@@ -142,7 +185,7 @@ int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,
 
 /* Applies gradients grads (n * dim floats) for global ids (in range):
  * gradients of the same id are summed first, then the optimizer updates
- * each distinct row once, with the seqlock protocol above. Not thread-safe
+ * each distinct row once, with the checksum protocol above. Not thread-safe
  * against other writers of the same shard (one writer per shard); readers
  * may run concurrently. Returns 0 or -ENOMEM. */
 int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
@@ -158,24 +201,15 @@ uint64_t rdps_shard_state_floats(const struct rdps_shard *s);
 void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state);
 
 /* Replaces every row and the optimizer state (same layout as export);
- * rows are written through the seqlock, so concurrent one-sided readers
- * never see a torn row. */
+ * rows are written with the checksum protocol, so concurrent validated
+ * readers never accept a torn row. */
 void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *state);
 
-/* Reads one row with the seqlock check, for readers that share memory with
- * the writer: returns 0 and the row in out, or -EAGAIN if it was torn. */
+/* Reads one row that a writer may be updating concurrently (a thread that
+ * shares the shard's memory): copies the data to out and checks the copy
+ * against the version and checksum read before it. Returns 0 with a whole
+ * row in out, or -EAGAIN if the copy was torn (read again). */
 int rdps_row_read_validated(const void *row, uint32_t dim, float *out);
-
-/* Versions of a row (for tests and the verbs client's validation). */
-static inline uint64_t rdps_row_ver_begin(const void *row)
-{
-	return __atomic_load_n((const uint64_t *)row, __ATOMIC_ACQUIRE);
-}
-static inline uint64_t rdps_row_ver_end(const void *row, uint32_t dim)
-{
-	return __atomic_load_n((const uint64_t *)((const char *)row +
-				rdps_row_ver_end_offset(dim)), __ATOMIC_ACQUIRE);
-}
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,7 @@ enum rdps_req_type {
 const char *rdps_req_name(int type);
 
 enum rdps_read_consistency {
-	RDPS_READ_VALIDATED = 0, /* check row versions, re-read torn rows */
+	RDPS_READ_VALIDATED = 0, /* check each row's checksum, re-read torn rows */
 	RDPS_READ_RELAXED = 1,   /* accept rows as read */
 };
 

@@ -39,17 +39,19 @@ Test(book, even_split_and_checks)
 	cr_assert_eq(rdps_book_check(&b), -EINVAL);
 }
 
-Test(layout, stride_is_cacheline_multiple_with_room_for_versions)
+Test(layout, stride_is_the_smallest_cacheline_multiple_holding_header_and_data)
 {
 	for (uint32_t dim = 1; dim < 600; dim++) {
-		size_t stride = rdps_row_stride(dim), end = rdps_row_ver_end_offset(dim);
+		size_t stride = rdps_row_stride(dim), used = RDPS_ROW_DATA_OFFSET + dim * 4;
 
 		cr_assert_eq(stride % 64, 0);
-		cr_assert_geq(end, RDPS_ROW_DATA_OFFSET + dim * 4);
-		cr_assert_eq(end % 8, 0);
-		cr_assert_leq(end + 8, stride);
+		cr_assert_geq(stride, used);
+		cr_assert_lt(stride - used, 64);
 	}
+	cr_assert_eq(RDPS_ROW_DATA_OFFSET % 16, 0);
+	cr_assert_geq(RDPS_ROW_DATA_OFFSET, RDPS_ROW_CHECK_OFFSET + 8);
 	cr_assert_eq(rdps_row_stride(400), 1664);
+	cr_assert_eq(rdps_row_stride(12), 64);
 }
 
 static struct rdps_shard *make(uint32_t dim, uint64_t lo, uint64_t hi, int opt,
@@ -210,25 +212,91 @@ Test(optimizer, names)
 	cr_assert_eq(rdps_optimizer_parse("adam"), -EINVAL);
 }
 
-Test(seqlock, versions_advance_together_and_torn_rows_are_detected)
+static char *row_of(struct rdps_shard *s, uint64_t id)
 {
-	struct rdps_shard *s = make(6, 0, 4, RDPS_OPT_SGD, RDPS_INIT_ZEROS, 0);
 	struct rdps_shard_info info;
-	uint64_t id = 2;
-	float g[6] = { 1, 1, 1, 1, 1, 1 }, out[6];
-	char *row;
 
 	rdps_shard_info(s, &info);
-	row = (char *)info.base + 2 * info.stride;
-	cr_assert_eq(rdps_row_ver_begin(row), 0);
+	return (char *)info.base + (id - info.lo) * info.stride;
+}
+
+static uint64_t version_of(const char *row)
+{
+	uint64_t v;
+
+	memcpy(&v, row, sizeof(v));
+	return v;
+}
+
+Test(rowcheck, new_rows_are_valid_before_any_push)
+{
+	struct rdps_shard *u = make(100, 10, 20, RDPS_OPT_ADAGRAD, RDPS_INIT_UNIFORM, 5);
+	struct rdps_shard *z = make(3, 0, 4, RDPS_OPT_SGD, RDPS_INIT_ZEROS, 0);
+	float out[100];
+
+	for (uint64_t id = 10; id < 20; id++) {
+		cr_assert(rdps_row_valid(row_of(u, id), 100), "row %lu", (unsigned long)id);
+		cr_assert_eq(version_of(row_of(u, id)), 0);
+		cr_assert_eq(rdps_row_read_validated(row_of(u, id), 100, out), 0);
+	}
+	for (uint64_t id = 0; id < 4; id++)
+		cr_assert(rdps_row_valid(row_of(z, id), 3), "row %lu", (unsigned long)id);
+	rdps_shard_destroy(u);
+	rdps_shard_destroy(z);
+}
+
+Test(rowcheck, updates_and_imports_keep_rows_valid_and_bump_versions)
+{
+	enum { DIM = 6 };
+	struct rdps_shard *s = make(DIM, 0, 4, RDPS_OPT_ADAGRAD_ROW, RDPS_INIT_ZEROS, 0);
+	uint64_t id = 2;
+	float g[DIM] = { 1, 1, 1, 1, 1, 1 }, out[DIM], rows[4 * DIM], state[4];
+	char *row = row_of(s, 2);
+
 	cr_assert_eq(rdps_shard_apply(s, &id, g, 1), 0);
 	cr_assert_eq(rdps_shard_apply(s, &id, g, 1), 0);
-	cr_assert_eq(rdps_row_ver_begin(row), 2);
-	cr_assert_eq(rdps_row_ver_end(row, 6), 2);
-	cr_assert_eq(rdps_row_read_validated(row, 6, out), 0);
-	cr_assert_float_eq(out[3], -1.0f, 0);
-	/* A writer in the middle of an update: ver_end already moved. */
-	*(uint64_t *)(row + rdps_row_ver_end_offset(6)) = 3;
-	cr_assert_eq(rdps_row_read_validated(row, 6, out), -EAGAIN);
+	cr_assert_eq(version_of(row), 2);
+	cr_assert(rdps_row_valid(row, DIM));
+	cr_assert_eq(rdps_row_read_validated(row, DIM, out), 0);
+	cr_assert_lt(out[3], 0.0f);
+	for (int i = 0; i < 4 * DIM; i++)
+		rows[i] = (float)i;
+	for (int i = 0; i < 4; i++)
+		state[i] = 1.0f;
+	rdps_shard_import(s, rows, state);
+	for (uint64_t r = 0; r < 4; r++) {
+		cr_assert(rdps_row_valid(row_of(s, r), DIM), "row %lu", (unsigned long)r);
+		cr_assert_eq(rdps_row_read_validated(row_of(s, r), DIM, out), 0);
+		cr_assert_arr_eq(out, rows + r * DIM, sizeof(out));
+	}
+	cr_assert_eq(version_of(row), 3);
+	rdps_shard_destroy(s);
+}
+
+Test(rowcheck, any_changed_byte_of_version_check_or_data_is_detected)
+{
+	enum { DIM = 40 };
+	struct rdps_shard *s = make(DIM, 0, 1, RDPS_OPT_SGD, RDPS_INIT_UNIFORM, 9);
+	struct rdps_shard_info info;
+	float out[DIM];
+	char *row = row_of(s, 0), *img;
+
+	rdps_shard_info(s, &info);
+	img = malloc(info.stride);
+	cr_assert(img);
+	for (size_t off = 0; off < RDPS_ROW_DATA_OFFSET + DIM * 4; off++) {
+		memcpy(img, row, info.stride);
+		img[off] ^= 0x10;
+		cr_assert_not(rdps_row_valid(img, DIM), "byte %zu changed, still valid", off);
+		cr_assert_eq(rdps_row_read_validated(img, DIM, out), -EAGAIN, "byte %zu", off);
+	}
+	/* The padding after the data is not covered (no one reads it). */
+	memcpy(img, row, info.stride);
+	img[info.stride - 1] ^= 0x10;
+	cr_assert(rdps_row_valid(img, DIM));
+	/* A row no shard ever wrote (zeroed memory) is not valid either. */
+	memset(img, 0, info.stride);
+	cr_assert_not(rdps_row_valid(img, DIM));
+	free(img);
 	rdps_shard_destroy(s);
 }

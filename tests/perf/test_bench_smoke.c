@@ -230,9 +230,22 @@ Test(bench, train)
 	cr_expect_gt(check_lines("train_log", log), 0);
 }
 
+Test(bench, rowcheck)
+{
+	static const char *const keys[] = { "side", "scheme", "dim", "rows", "+stride", "+ns_per_row",
+					    "+vs_relaxed", "+vs_seqlock", NULL };
+	int rc = run_bench("rowcheck --dims 8,100 --rows 4 --rounds 2 --slice-us 50");
+
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	/* 2 dims x (read, write sgd, write adagrad_row) x 4 schemes */
+	cr_expect_eq(check_lines("rowcheck", keys), 24);
+}
+
 Test(bench, help_of_every_kind)
 {
-	static const char *const kinds[] = { "pull", "push", "train", "load", "zmq" };
+	static const char *const kinds[] = { "pull", "push", "train", "load", "zmq", "rowcheck" };
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		char args[64];
