@@ -214,6 +214,9 @@ Test(verbs, validated_reads_never_return_torn_rows)
 	cr_assert_eq(torn, 0, "%ld torn elements in %ld validated reads", torn, reads);
 	cr_log_info("validated: %ld reads during %d pushes, %llu rows re-read", reads, PUSHES,
 		    (unsigned long long)rdps_client_rereads(r));
+	/* Control: reads did overlap updates, and the check caught them. */
+	cr_assert_gt(rdps_client_rereads(r), 0,
+		     "no read overlapped an update: the test showed nothing");
 	cr_assert_eq(rdps_client_pull(r, 0, hot, HOT, rows), 0);
 	cr_assert_eq(rows[0], (float)PUSHES);
 	rdps_client_destroy(r);

@@ -19,16 +19,25 @@ set_tests_properties(softroce/smoke PROPERTIES
 
 # The verbs suite: a Criterion program run inside the guests by verbs.sh
 # (not registered on its own: this host has no RDMA device).
+add_library(softroce_guest_common STATIC ${RDPS_SOFTROCE_DIR}/guest_common.c)
+target_link_libraries(softroce_guest_common PUBLIC rdps_all rdps_test_support)
 add_executable(softroce_guest_verbs ${RDPS_SOFTROCE_DIR}/guest_verbs.c)
 target_link_libraries(softroce_guest_verbs PRIVATE rdps_all rdps_test_support)
-add_dependencies(softroce_guest_verbs rdps integration_test_cluster integration_test_faults)
+add_dependencies(softroce_guest_verbs rdps integration_test_cluster integration_test_faults
+  softroce_guest_scale softroce_guest_sessions)
+# 64 clients over one receive queue, clients killed with pushes in flight.
+add_executable(softroce_guest_scale ${RDPS_SOFTROCE_DIR}/guest_scale.c)
+target_link_libraries(softroce_guest_scale PRIVATE softroce_guest_common)
+# Session tokens and the binding of queue pairs to control connections.
+add_executable(softroce_guest_sessions ${RDPS_SOFTROCE_DIR}/guest_sessions.c)
+target_link_libraries(softroce_guest_sessions PRIVATE softroce_guest_common)
 
 add_test(NAME softroce/verbs
   COMMAND bash ${RDPS_SOFTROCE_DIR}/verbs.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/softroce/verbs
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(softroce/verbs PROPERTIES
   LABELS softroce
-  TIMEOUT 1200
+  TIMEOUT 1500
   SKIP_RETURN_CODE 77
   PROCESSORS 2
   ENVIRONMENT "RDPS_SOFTROCE_CACHE=${CMAKE_BINARY_DIR}/softroce-cache")

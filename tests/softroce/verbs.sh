@@ -20,6 +20,10 @@ cd "$BUILD"
 export RDPS_TEST_HOST=\$RDPS_GUEST_ADDR
 echo "== verbs-only suite"
 tests/softroce_guest_verbs --jobs 1 --verbose
+echo "== session binding: one-use tokens, queue pairs live and die with their control connection"
+tests/softroce_guest_sessions --jobs 1 --verbose
+echo "== scale: 64 client connections on one server; clients killed with pushes in flight"
+tests/softroce_guest_scale --jobs 1 --verbose
 echo "== integration suite over verbs (one host)"
 RDPS_TEST_TRANSPORTS=verbs tests/integration_test_cluster --jobs 1 --verbose
 echo "== load and faults over verbs: 8 clients, a server killed and restarted from its checkpoint"
@@ -42,8 +46,8 @@ cmp "\$d/out-tcp/kg_TransE_l2_entity.npy" "\$d/out-verbs/kg_TransE_l2_entity.npy
 cmp "\$d/out-tcp/kg_TransE_l2_relation.npy" "\$d/out-verbs/kg_TransE_l2_relation.npy"
 echo "deterministic: tcp and verbs embeddings are bit-identical (\$(stat -c %s "\$d/out-tcp/kg_TransE_l2_entity.npy") bytes)"
 SCRIPT
-bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 600 || rc=1
-grep -hE "Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ|faults test" "$OUT/single/a.log" || true
+bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 1000 || rc=1
+grep -hE "Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ|faults test|64 clients|10 kills" "$OUT/single/a.log" || true
 
 # Must match the arguments test_cluster.c gives its own servers.
 PORT=$((30000 + RANDOM % 20000))
