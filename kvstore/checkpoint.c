@@ -143,7 +143,8 @@ static int write_manifest(const char *path, json_t *m)
 }
 
 int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **shards,
-		    uint32_t n, uint64_t seq, uint64_t *bytes, char *err, size_t errlen)
+		    uint32_t n, uint64_t seq, uint64_t keep, uint64_t *bytes, char *err,
+		    size_t errlen)
 {
 	char base[4096], tmp[4096], final[4096], path[4200];
 	json_t *m = json_object(), *tables = json_array();
@@ -228,10 +229,16 @@ int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **sha
 			snprintf(err, errlen, "writing checkpoint %s: %s", final, strerror(-ret));
 		goto out_rm;
 	}
-	/* Keep this one and the previous: a crash while writing the next
-	 * still leaves a complete one. */
+	/* Keep this one and a previous one: a crash while writing the next
+	 * still leaves a complete one, and damage to this one a fallback. */
 	if (!list_ckpts(base, &seqs, &nseqs))
-		for (size_t i = 2; i < nseqs; i++) {
+		for (size_t i = 0; i < nseqs; i++) {
+			if (seqs[i] == seq || seqs[i] == keep)
+				continue;
+			if (!keep && seqs[i] < seq) {
+				keep = seqs[i]; /* newest first: the newest older one */
+				continue;
+			}
 			snprintf(path, sizeof(path), "%s/ckpt-%llu", base, (unsigned long long)seqs[i]);
 			rm_dir(path);
 		}

@@ -6,7 +6,7 @@
  * manifest.json names each table's shape and the blobs' checksums. A
  * checkpoint is written into a temporary directory (every file fsynced),
  * renamed to ckpt-SEQ and the parent fsynced: ckpt-SEQ is complete or
- * absent. The previous checkpoint is kept, older ones removed. */
+ * absent. One previous checkpoint is kept, the others removed. */
 #ifndef RDPS_KVSTORE_CHECKPOINT_H
 #define RDPS_KVSTORE_CHECKPOINT_H
 
@@ -14,9 +14,13 @@
 
 #include "rdps/kvstore.h"
 
-/* Writes checkpoint seq of shards[0..n). 0 or -errno with a reason. */
+/* Writes checkpoint seq of shards[0..n) (seq must be above every present
+ * one: rdps_ckpt_last_seq() + 1), then removes every other checkpoint but
+ * keep, the previous one known good (written or restored; 0: the newest
+ * older one). 0 or -errno with a reason. */
 int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **shards,
-		    uint32_t n, uint64_t seq, uint64_t *bytes, char *err, size_t errlen);
+		    uint32_t n, uint64_t seq, uint64_t keep, uint64_t *bytes, char *err,
+		    size_t errlen);
 
 /* Restores the newest valid checkpoint into the shards (which must have the
  * checkpointed shapes), logging each damaged one it skips. Returns 0 and
@@ -24,7 +28,8 @@ int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **sha
 int rdps_ckpt_restore(const char *dir, uint32_t server_id, struct rdps_shard **shards,
 		      uint32_t n, uint64_t *seq, char *err, size_t errlen);
 
-/* The highest checkpoint sequence number present (0 if none). */
+/* The highest checkpoint sequence number present, damaged or not (0 if
+ * none). */
 uint64_t rdps_ckpt_last_seq(const char *dir, uint32_t server_id);
 
 #endif

@@ -22,7 +22,8 @@ struct rdps_server {
 	uint64_t last_client_ns;  /* when a client of the job was last connected */
 	char *ckpt_dir;           /* NULL: no checkpoints */
 	uint64_t ckpt_interval_ns;
-	uint64_t ckpt_seq;        /* the last one written or restored */
+	uint64_t ckpt_seq;        /* the newest present (damaged or not): the next is + 1 */
+	uint64_t ckpt_good;       /* the last one written or restored (0: none) */
 	uint64_t ckpt_last_ns;
 	/* The job: clients that said hello, and the barrier in progress. */
 	uint32_t num_clients;     /* 0 until the first hello of a job */
@@ -391,9 +392,11 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 			goto err_destroy_shards;
 		}
 		ret = rdps_ckpt_restore(cfg->checkpoint_dir, s->server_id, s->shards, s->num_tables,
-					&s->ckpt_seq, err, errlen);
+					&s->ckpt_good, err, errlen);
 		if (ret)
 			goto err_destroy_shards;
+		/* ckpt_seq stays the newest present: after a fallback past a
+		 * damaged one, the next is numbered after the damaged one. */
 	}
 	ep = &cfg->ipc->servers[cfg->server_id];
 	lp = (struct rdps_listen_params){
@@ -434,13 +437,13 @@ int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
 		return -EOPNOTSUPP;
 	}
 	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_tables,
-			      s->ckpt_seq + 1, &bytes, err, errlen);
+			      s->ckpt_seq + 1, s->ckpt_good, &bytes, err, errlen);
 	s->ckpt_last_ns = rdps_now_ns();
 	if (ret) {
 		rdps_err("server %u: checkpoint failed: %s", s->server_id, err);
 		return ret;
 	}
-	s->ckpt_seq++;
+	s->ckpt_good = ++s->ckpt_seq;
 	rdps_info("server %u: checkpoint %llu written (%.1f MB in %.0f ms)", s->server_id,
 		  (unsigned long long)s->ckpt_seq, bytes / 1e6, (s->ckpt_last_ns - t0) / 1e6);
 	return 0;

@@ -76,7 +76,7 @@ Test(checkpoint, round_trip_restores_rows_and_state)
 	char err[512];
 
 	train(a, 1.0f);
-	cr_assert_eq(rdps_ckpt_write(dir, 3, &a, 1, 1, &bytes, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_ckpt_write(dir, 3, &a, 1, 1, 0, &bytes, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(bytes, 2 * ROWS * DIM * 4);
 	cr_assert_eq(rdps_ckpt_last_seq(dir, 3), 1);
 	cr_assert_eq(rdps_ckpt_restore(dir, 3, &b, 1, &seq, err, sizeof(err)), 0, "%s", err);
@@ -95,12 +95,13 @@ Test(checkpoint, round_trip_restores_rows_and_state)
 	rdps_shard_destroy(b);
 }
 
-static void damage(const char *file, int how)
+static void damage_seq(uint64_t seq, const char *file, int how)
 {
 	char path[4096];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/server-0/ckpt-2/%s", dir, file);
+	snprintf(path, sizeof(path), "%s/server-0/ckpt-%llu/%s", dir, (unsigned long long)seq,
+		 file);
 	if (how == 0) { /* flip a payload bit */
 		unsigned char c;
 
@@ -117,6 +118,11 @@ static void damage(const char *file, int how)
 	}
 }
 
+static void damage(const char *file, int how)
+{
+	damage_seq(2, file, how);
+}
+
 static void previous_is_used(int how, const char *file, const char *reason)
 {
 	struct rdps_shard *a = shard(RDPS_OPT_ADAGRAD_ROW, 1), *b = shard(RDPS_OPT_ADAGRAD_ROW, 9);
@@ -125,10 +131,10 @@ static void previous_is_used(int how, const char *file, const char *reason)
 	char err[512];
 
 	train(a, 1.0f);
-	cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, 1, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, 1, 0, NULL, err, sizeof(err)), 0, "%s", err);
 	snapshot(a, r1, s1);
 	train(a, 2.0f);
-	cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, 2, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, 2, 0, NULL, err, sizeof(err)), 0, "%s", err);
 	damage(file, how);
 	cr_assert_eq(rdps_ckpt_restore(dir, 0, &b, 1, &seq, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(seq, 1, "%s: the damaged checkpoint 2 was used", reason);
@@ -162,7 +168,7 @@ Test(checkpoint, all_damaged_is_an_error_and_none_is_not_found)
 
 	cr_assert_eq(rdps_ckpt_restore(dir, 0, &a, 1, &seq, err, sizeof(err)), -ENOENT);
 	cr_assert(strstr(err, "no checkpoint"), "%s", err);
-	cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, 1, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, 1, 0, NULL, err, sizeof(err)), 0, "%s", err);
 	snprintf(path, sizeof(path), "%s/server-0/ckpt-1/entity.rows", dir);
 	cr_assert_eq(truncate(path, 10), 0);
 	cr_assert_eq(rdps_ckpt_restore(dir, 0, &a, 1, &seq, err, sizeof(err)), -EBADMSG);
@@ -179,7 +185,7 @@ Test(checkpoint, interrupted_write_is_ignored_and_old_ones_pruned)
 
 	for (uint64_t q = 1; q <= 3; q++) {
 		train(a, (float)q);
-		cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, q, NULL, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, q, 0, NULL, err, sizeof(err)), 0, "%s", err);
 	}
 	snprintf(path, sizeof(path), "%s/server-0/ckpt-1", dir);
 	cr_assert_neq(stat(path, &st), 0, "checkpoint 1 should be pruned (keep 2)");
@@ -198,7 +204,7 @@ Test(checkpoint, mismatched_shape_is_refused)
 	uint64_t seq;
 	char err[512];
 
-	cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, 1, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_ckpt_write(dir, 0, &a, 1, 1, 0, NULL, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(rdps_ckpt_restore(dir, 0, &b, 1, &seq, err, sizeof(err)), -EBADMSG);
 	rdps_shard_destroy(a);
 	rdps_shard_destroy(b);
@@ -255,5 +261,97 @@ Test(checkpoint, server_resumes_from_its_checkpoint)
 	rdps_server_stop(srv);
 	pthread_join(th, NULL);
 	rdps_server_destroy(srv);
+	rdps_ipconfig_free(&ipc);
+}
+
+static bool ckpt_exists(uint64_t seq)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/server-0/ckpt-%llu", dir, (unsigned long long)seq);
+	return !stat(path, &st);
+}
+
+/* The shape of the single server's shard below: every row. */
+static struct rdps_shard *whole_shard(void)
+{
+	struct rdps_shard_params p = { .name = "entity", .dim = DIM, .num_rows = ROWS, .lo = 0,
+				       .hi = ROWS, .init_range = 0.5f, .seed = 9,
+				       .optimizer = RDPS_OPT_ADAGRAD_ROW, .lr = 0.3f };
+	struct rdps_shard *s;
+
+	cr_assert_eq(rdps_shard_create(&p, &s), 0);
+	return s;
+}
+
+static void train_at(struct rdps_shard *s, float scale)
+{
+	uint64_t ids[4] = { 0, 13, 13, ROWS - 1 };
+	float g[4 * DIM];
+
+	for (int i = 0; i < 4 * DIM; i++)
+		g[i] = scale * (float)(i % 5 - 2);
+	cr_assert_eq(rdps_shard_apply(s, ids, g, 4), 0);
+}
+
+/*
+ * A server that fell back past a damaged checkpoint at --resume goes on
+ * writing checkpoints: numbered after the newest present (the damaged one),
+ * not after the one restored (that name is taken: "Directory not empty"),
+ * and the restored one is kept as the fallback instead of the damaged one.
+ */
+Test(checkpoint, checkpoints_after_a_fallback_follow_the_newest)
+{
+	struct rdps_ipconfig ipc;
+	struct rdps_server_config cfg = { .transport = "inproc", .ipc = &ipc, .num_tables = 1,
+					  .checkpoint_dir = dir };
+	float r1[ROWS * DIM], r3[ROWS * DIM], r4[ROWS * DIM], rb[ROWS * DIM], sb[ROWS];
+	struct rdps_shard *b = whole_shard();
+	struct rdps_server *srv;
+	uint64_t seq;
+	char err[640];
+
+	cr_assert_eq(rdps_ipconfig_parse("t", "127.0.0.1 1\n", &ipc, err, sizeof(err)), 0);
+	cfg.tables[0] = (struct rdps_server_table_config){ .name = "entity", .num_rows = ROWS,
+		.dim = DIM, .init_range = 0.5f, .optimizer = RDPS_OPT_ADAGRAD_ROW, .lr = 0.3f };
+	cr_assert_eq(rdps_server_create(&cfg, &srv, err, sizeof(err)), 0, "%s", err);
+	train_at(rdps_server_shard(srv, 0), 1.0f);
+	cr_assert_eq(rdps_server_checkpoint(srv, err, sizeof(err)), 0, "%s", err);
+	snapshot(rdps_server_shard(srv, 0), r1, sb);
+	train_at(rdps_server_shard(srv, 0), 2.0f);
+	cr_assert_eq(rdps_server_checkpoint(srv, err, sizeof(err)), 0, "%s", err);
+	rdps_server_destroy(srv);
+	damage_seq(2, "entity.rows", 0);
+
+	cfg.resume = true;
+	cr_assert_eq(rdps_server_create(&cfg, &srv, err, sizeof(err)), 0, "%s", err);
+	snapshot(rdps_server_shard(srv, 0), rb, sb);
+	cr_assert_arr_eq(rb, r1, sizeof(rb), "checkpoint 1 was not the one restored");
+	train_at(rdps_server_shard(srv, 0), 3.0f);
+	cr_assert_eq(rdps_server_checkpoint(srv, err, sizeof(err)), 0,
+		     "first checkpoint after the fallback: %s", err);
+	snapshot(rdps_server_shard(srv, 0), r3, sb);
+	cr_assert(ckpt_exists(3) && ckpt_exists(1) && !ckpt_exists(2),
+		  "kept should be 3 and the restored 1 (2 is damaged): 1 %d, 2 %d, 3 %d",
+		  ckpt_exists(1), ckpt_exists(2), ckpt_exists(3));
+	train_at(rdps_server_shard(srv, 0), 4.0f);
+	cr_assert_eq(rdps_server_checkpoint(srv, err, sizeof(err)), 0,
+		     "second checkpoint after the fallback: %s", err);
+	snapshot(rdps_server_shard(srv, 0), r4, sb);
+	rdps_server_destroy(srv);
+
+	/* Both are restorable: the newest, and the previous once it is damaged. */
+	cr_assert_eq(rdps_ckpt_last_seq(dir, 0), 4);
+	cr_assert_eq(rdps_ckpt_restore(dir, 0, &b, 1, &seq, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seq, 4);
+	snapshot(b, rb, sb);
+	cr_assert_arr_eq(rb, r4, sizeof(rb));
+	damage_seq(4, "entity.state", 1);
+	cr_assert_eq(rdps_ckpt_restore(dir, 0, &b, 1, &seq, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seq, 3);
+	snapshot(b, rb, sb);
+	cr_assert_arr_eq(rb, r3, sizeof(rb));
+	rdps_shard_destroy(b);
 	rdps_ipconfig_free(&ipc);
 }
