@@ -15,8 +15,79 @@
 #include "checkpoint.h"
 #include "rdps/common.h"
 #include "rdps/partition.h"
+#include "rdps/server.h"
 
+/* Format 1 throughout; the "job" object and "time_unix_ms" were added
+ * later (readers of older manifests go without them). */
 #define CKPT_FORMAT_VERSION 1
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* {"num_clients": N, "pushed_rows": [N counts]}, or NULL for no memory. */
+static json_t *job_json(const struct rdps_ckpt_job *job)
+{
+	json_t *o = json_object(), *a = json_array();
+	uint32_t n = job ? job->num_clients : 0;
+
+	if (!o || !a)
+		goto err;
+	for (uint32_t i = 0; i < n; i++)
+		if (json_array_append_new(a, json_integer((json_int_t)job->pushed_rows[i])))
+			goto err;
+	if (json_object_set_new(o, "num_clients", json_integer(n)) ||
+	    json_object_set_new(o, "pushed_rows", a))
+		goto err_o;
+	return o;
+err:
+	json_decref(a);
+err_o:
+	json_decref(o);
+	return NULL;
+}
+
+/* Reads the "job" object of manifest m (file f, for reasons): 0, or
+ * -EBADMSG if it is there but malformed. */
+static int job_parse(const json_t *m, const char *f, struct rdps_ckpt_info *info, char *why,
+		     size_t whylen)
+{
+	const json_t *o = json_object_get(m, "job"), *a = json_object_get(o, "pushed_rows"),
+		     *nj = json_object_get(o, "num_clients");
+	json_int_t n = json_integer_value(nj);
+
+	info->job_known = false;
+	info->job.num_clients = 0;
+	info->job.pushed_rows = NULL;
+	if (!o)
+		return 0;
+	if (!json_is_integer(nj) || n < 0 || n > RDPS_MAX_CLIENTS || !json_is_array(a) ||
+	    json_array_size(a) != (size_t)n) {
+		snprintf(why, whylen, "%s: field job: malformed push counts", f);
+		return -EBADMSG;
+	}
+	info->job.pushed_rows = calloc(n ? (size_t)n : 1, sizeof(uint64_t));
+	if (!info->job.pushed_rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < (size_t)n; i++) {
+		const json_t *v = json_array_get(a, i);
+
+		if (!json_is_integer(v) || json_integer_value(v) < 0) {
+			snprintf(why, whylen, "%s: field job.pushed_rows[%zu]: not a count", f, i);
+			free(info->job.pushed_rows);
+			info->job.pushed_rows = NULL;
+			return -EBADMSG;
+		}
+		info->job.pushed_rows[i] = (uint64_t)json_integer_value(v);
+	}
+	info->job.num_clients = (uint32_t)n;
+	info->job_known = true;
+	return 0;
+}
 
 static int fsync_path(const char *path)
 {
@@ -143,10 +214,12 @@ static int write_manifest(const char *path, json_t *m)
 }
 
 int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **shards,
-		    uint32_t n, uint64_t seq, uint64_t *bytes, char *err, size_t errlen)
+		    uint32_t n, const struct rdps_ckpt_job *job, uint64_t seq, uint64_t keep,
+		    uint64_t *bytes, char *err, size_t errlen)
 {
 	char base[4096], tmp[4096], final[4096], path[4200];
-	json_t *m = json_object(), *tables = json_array();
+	json_t *m = json_object(), *tables = json_array(), *jj = job_json(job);
+	uint64_t now_ms;
 	uint64_t *seqs = NULL, total = 0;
 	size_t nseqs = 0;
 	int ret;
@@ -154,7 +227,7 @@ int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **sha
 	snprintf(base, sizeof(base), "%s/server-%u", dir, server_id);
 	snprintf(tmp, sizeof(tmp), "%s/ckpt-%llu.tmp-%d", base, (unsigned long long)seq, (int)getpid());
 	snprintf(final, sizeof(final), "%s/ckpt-%llu", base, (unsigned long long)seq);
-	if (!m || !tables) {
+	if (!m || !tables || !jj) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -212,9 +285,12 @@ int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **sha
 	json_object_set_new(m, "format_version", json_integer(CKPT_FORMAT_VERSION));
 	json_object_set_new(m, "server_id", json_integer(server_id));
 	json_object_set_new(m, "seq", json_integer((json_int_t)seq));
-	json_object_set_new(m, "time_unix", json_integer((json_int_t)time(NULL)));
+	now_ms = wall_ms();
+	json_object_set_new(m, "time_unix", json_integer((json_int_t)(now_ms / 1000)));
+	json_object_set_new(m, "time_unix_ms", json_integer((json_int_t)now_ms));
 	json_object_set_new(m, "tables", tables);
-	tables = NULL;
+	json_object_set_new(m, "job", jj);
+	tables = jj = NULL;
 	snprintf(path, sizeof(path), "%s/manifest.json", tmp);
 	ret = write_manifest(path, m);
 	if (!ret)
@@ -228,10 +304,16 @@ int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **sha
 			snprintf(err, errlen, "writing checkpoint %s: %s", final, strerror(-ret));
 		goto out_rm;
 	}
-	/* Keep this one and the previous: a crash while writing the next
-	 * still leaves a complete one. */
+	/* Keep this one and a previous one: a crash while writing the next
+	 * still leaves a complete one, and damage to this one a fallback. */
 	if (!list_ckpts(base, &seqs, &nseqs))
-		for (size_t i = 2; i < nseqs; i++) {
+		for (size_t i = 0; i < nseqs; i++) {
+			if (seqs[i] == seq || seqs[i] == keep)
+				continue;
+			if (!keep && seqs[i] < seq) {
+				keep = seqs[i]; /* newest first: the newest older one */
+				continue;
+			}
 			snprintf(path, sizeof(path), "%s/ckpt-%llu", base, (unsigned long long)seqs[i]);
 			rm_dir(path);
 		}
@@ -242,14 +324,16 @@ int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **sha
 out_rm:
 	rm_dir(tmp);
 out:
+	json_decref(jj);
 	json_decref(tables);
 	json_decref(m);
 	return ret;
 }
 
-/* Loads and checks one checkpoint; imports only if every table is valid. */
+/* Loads and checks one checkpoint; imports only if every table is valid,
+ * and then fills info (its push counts malloc'd). */
 static int try_restore(const char *path, uint32_t server_id, struct rdps_shard **shards,
-		       uint32_t n, char *why, size_t whylen)
+		       uint32_t n, struct rdps_ckpt_info *ci, char *why, size_t whylen)
 {
 	char f[4300];
 	json_error_t je;
@@ -275,6 +359,15 @@ static int try_restore(const char *path, uint32_t server_id, struct rdps_shard *
 		snprintf(why, whylen, "%s: another format, server or table count", f);
 		ret = -EBADMSG;
 		goto out;
+	}
+	ret = job_parse(m, f, ci, why, whylen);
+	if (ret)
+		goto out;
+	{
+		json_int_t ms = json_integer_value(json_object_get(m, "time_unix_ms"));
+
+		ci->time_unix_ms = ms > 0 ? (uint64_t)ms :
+			(uint64_t)json_integer_value(json_object_get(m, "time_unix")) * 1000;
 	}
 	for (uint32_t t = 0; t < n && !ret; t++) {
 		json_t *tj = json_array_get(tables, t);
@@ -320,6 +413,10 @@ static int try_restore(const char *path, uint32_t server_id, struct rdps_shard *
 		for (uint32_t t = 0; t < n; t++)
 			rdps_shard_import(shards[t], rows[t].data, state[t].data);
 out:
+	if (ret) {
+		free(ci->job.pushed_rows);
+		ci->job.pushed_rows = NULL;
+	}
 	for (uint32_t t = 0; rows && state && t < n; t++) {
 		rdps_loader_blob_free(&rows[t]);
 		rdps_loader_blob_free(&state[t]);
@@ -331,9 +428,10 @@ out:
 }
 
 int rdps_ckpt_restore(const char *dir, uint32_t server_id, struct rdps_shard **shards,
-		      uint32_t n, uint64_t *seq, char *err, size_t errlen)
+		      uint32_t n, struct rdps_ckpt_info *out, char *err, size_t errlen)
 {
 	char base[4096], path[4200], why[512] = "";
+	struct rdps_ckpt_info info = { 0 };
 	uint64_t *seqs;
 	size_t nseqs;
 	int ret;
@@ -352,11 +450,14 @@ int rdps_ckpt_restore(const char *dir, uint32_t server_id, struct rdps_shard **s
 	for (size_t i = 0; i < nseqs; i++) {
 		snprintf(path, sizeof(path), "%s/ckpt-%llu", base, (unsigned long long)seqs[i]);
 		why[0] = '\0';
-		ret = try_restore(path, server_id, shards, n, why, sizeof(why));
+		ret = try_restore(path, server_id, shards, n, &info, why, sizeof(why));
 		if (!ret) {
-			*seq = seqs[i];
-			rdps_info("server %u: restored checkpoint %s", server_id, path);
-			free(seqs);
+			info.seq = seqs[i];
+			if (out)
+				*out = info;
+			else
+				free(info.job.pushed_rows);
+			free(seqs); /* the caller says what it restored */
 			return 0;
 		}
 		rdps_err("server %u: checkpoint %s refused: %s%s", server_id, path,

@@ -32,6 +32,14 @@ struct rdps_client {
 	struct rdps_endpoint *eps;            /* num_servers */
 	int64_t failed_server;                /* of the last conn_fail, or -1 */
 	uint64_t reconnects;
+	/* Per server: rows pushed to it, counted as it counts them (set to
+	 * what its welcome says it holds at each connection), and the server
+	 * process of the last welcome: a reconnect to another is a restart,
+	 * whose rollback the difference measures. */
+	uint64_t *pushed;
+	uint64_t *instance;
+	uint64_t rolled_back;                 /* rows server restarts rolled back */
+	char lost_note[256];                  /* what the last reconnect lost */
 	char errmsg[640];
 	struct rdps_ipconfig owned_ipc;
 	/* Scratch, grown as needed. */
@@ -158,6 +166,50 @@ static int connect_first(struct rdps_client *c, const struct rdps_conn_params *c
 			     RETRY_WARN, out, err, errlen);
 }
 
+/*
+ * The welcome of a (re)connection to server s: compares the rows this
+ * client pushed to it with those the server holds, says what a restart
+ * rolled back, and counts from the server's number on.
+ */
+static void welcome_account(struct rdps_client *c, uint32_t s)
+{
+	const struct rdps_welcome_info *w = &c->conns[s]->welcome;
+	uint64_t held = w->rows_held, lost = c->pushed[s] > held ? c->pushed[s] - held : 0;
+
+	if (c->observer)
+		return;
+	if (w->instance == c->instance[s]) {
+		snprintf(c->lost_note, sizeof(c->lost_note),
+			 "%llu pushed rows it had not applied were lost", (unsigned long long)lost);
+	} else if (w->ckpt_seq) {
+		c->rolled_back += lost;
+		snprintf(c->lost_note, sizeof(c->lost_note),
+			 "it restarted from checkpoint %llu: %llu rows this client pushed to it "
+			 "since then were rolled back", (unsigned long long)w->ckpt_seq,
+			 (unsigned long long)lost);
+		if (lost)
+			rdps_warn("server %u restarted from checkpoint %llu written %.1f s before: "
+				  "%llu rows this client pushed to it since then were rolled back", s,
+				  (unsigned long long)w->ckpt_seq, w->ckpt_age_ms / 1e3,
+				  (unsigned long long)lost);
+		else if (c->pushed[s])
+			rdps_info("server %u restarted from checkpoint %llu written %.1f s before: "
+				  "no row this client pushed to it was rolled back", s,
+				  (unsigned long long)w->ckpt_seq, w->ckpt_age_ms / 1e3);
+	} else {
+		c->rolled_back += lost;
+		snprintf(c->lost_note, sizeof(c->lost_note),
+			 "it restarted without a checkpoint: the %llu rows this client pushed to "
+			 "it were lost", (unsigned long long)lost);
+		if (lost)
+			rdps_warn("server %u restarted without a checkpoint: the %llu rows this client "
+				  "pushed to it were lost (its tables are back at their initial values)",
+				  s, (unsigned long long)lost);
+	}
+	c->instance[s] = w->instance;
+	c->pushed[s] = held;
+}
+
 int rdps_client_create(const struct rdps_client_params *p,
 		       struct rdps_client **out, char *err, size_t errlen)
 {
@@ -208,7 +260,9 @@ int rdps_client_create(const struct rdps_client_params *p,
 	c->conns = calloc(c->num_servers, sizeof(*c->conns));
 	c->start = calloc(c->num_servers + 1, sizeof(*c->start));
 	c->cursor = calloc(c->num_servers, sizeof(*c->cursor));
-	if (!c->conns || !c->start || !c->cursor) {
+	c->pushed = calloc(c->num_servers, sizeof(*c->pushed));
+	c->instance = calloc(c->num_servers, sizeof(*c->instance));
+	if (!c->conns || !c->start || !c->cursor || !c->pushed || !c->instance) {
 		ret = -ENOMEM;
 		goto err_destroy;
 	}
@@ -231,6 +285,8 @@ int rdps_client_create(const struct rdps_client_params *p,
 		ret = connect_first(c, &cp, &c->conns[s], err, errlen);
 		if (ret)
 			goto err_destroy;
+		c->instance[s] = c->conns[s]->welcome.instance; /* nothing pushed yet */
+		welcome_account(c, s);
 	}
 	ret = check_tables(c, err, errlen);
 	if (ret)
@@ -261,6 +317,8 @@ void rdps_client_destroy(struct rdps_client *c)
 	free(c->conns);
 	free(c->start);
 	free(c->cursor);
+	free(c->pushed);
+	free(c->instance);
 	free(c->srv_of);
 	free(c->ids_sorted);
 	free(c->perm);
@@ -295,6 +353,7 @@ static int reconnect(struct rdps_client *c, uint32_t s)
 	cp.host = c->eps[s].host;
 	cp.port = c->eps[s].port;
 	cp.server_id = s;
+	cp.pushed_rows = c->pushed[s];
 	ret = connect_retry(c, cp, deadline, RETRY_ANY_ERROR | RETRY_CLAMP_TIMEOUT, &c->conns[s],
 			    err, sizeof(err));
 	if (ret) {
@@ -316,6 +375,7 @@ static int reconnect(struct rdps_client *c, uint32_t s)
 	}
 	c->reconnects++;
 	rdps_info("reconnected to server %u after %.1f s", s, (rdps_now_ns() - t0) / 1e9);
+	welcome_account(c, s);
 	return 0;
 }
 
@@ -556,8 +616,7 @@ static int lost_pushes(struct rdps_client *c, int ret, uint32_t s)
 		return ret;
 	if (reconnect(c, s))
 		return ret;
-	snprintf(c->errmsg, sizeof(c->errmsg),
-		 "reconnected to server %u; pushes it had not acknowledged were lost", s);
+	snprintf(c->errmsg, sizeof(c->errmsg), "reconnected to server %u; %s", s, c->lost_note);
 	return -ECONNRESET;
 }
 
@@ -600,6 +659,7 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 					   (uint32_t)m);
 			if (ret)
 				return lost_pushes(c, conn_fail(c, ret, s), s);
+			c->pushed[s] += m;
 			pos += m;
 		}
 	}
@@ -718,4 +778,9 @@ uint64_t rdps_client_rereads(const struct rdps_client *c)
 uint64_t rdps_client_reconnects(const struct rdps_client *c)
 {
 	return c->reconnects;
+}
+
+uint64_t rdps_client_rolled_back_rows(const struct rdps_client *c)
+{
+	return c->rolled_back;
 }

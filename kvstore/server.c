@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "checkpoint.h"
 #include "rdps/common.h"
@@ -22,8 +23,23 @@ struct rdps_server {
 	uint64_t last_client_ns;  /* when a client of the job was last connected */
 	char *ckpt_dir;           /* NULL: no checkpoints */
 	uint64_t ckpt_interval_ns;
-	uint64_t ckpt_seq;        /* the last one written or restored */
+	uint64_t ckpt_seq;        /* the newest present (damaged or not): the next is + 1 */
+	uint64_t ckpt_good;       /* the last one written or restored (0: none) */
 	uint64_t ckpt_last_ns;
+	uint64_t instance;        /* random: tells clients this process from an earlier one */
+	/* Rows of each client's pushes the shards hold, per client id: saved
+	 * with checkpoints, so a client that comes back after a restore learns
+	 * how many of its rows were rolled back. Sized for one job size, kept
+	 * across jobs of that size (a keep-alive server's tables outlive jobs). */
+	uint32_t rows_clients;    /* entries below: the job size they count for */
+	uint64_t *rows_applied;   /* per client id: rows of its pushes applied */
+	uint8_t *rows_met;        /* per client id: said hello to this process */
+	bool rows_unknown;        /* restored from a checkpoint without counts */
+	uint64_t restored_seq;    /* the checkpoint restored at start (0: none) */
+	uint64_t restored_age_ms; /* its age then */
+	bool restore_job_open;    /* no job started since the restore */
+	uint32_t restore_waiting; /* clients of the first job since it not back yet */
+	uint64_t restore_rolled;  /* rows rolled back for those back so far */
 	/* The job: clients that said hello, and the barrier in progress. */
 	uint32_t num_clients;     /* 0 until the first hello of a job */
 	uint32_t connected;       /* clients with an open connection */
@@ -49,6 +65,75 @@ static void job_reset(struct rdps_server *s)
 	s->barrier_tokens = NULL;
 	s->coll_vec = NULL;
 	s->num_clients = s->connected = s->departed = s->barrier_arrived = 0;
+}
+
+/* Push counts for a job of n clients, all zero (the counts of another job
+ * size belong to other clients). */
+static int rows_resize(struct rdps_server *s, uint32_t n)
+{
+	uint64_t *applied = calloc(n, sizeof(uint64_t));
+	uint8_t *met = calloc(n, 1);
+
+	if (!applied || !met) {
+		free(applied);
+		free(met);
+		return -ENOMEM;
+	}
+	free(s->rows_applied);
+	free(s->rows_met);
+	s->rows_applied = applied;
+	s->rows_met = met;
+	s->rows_clients = n;
+	s->rows_unknown = false;
+	return 0;
+}
+
+/*
+ * A client's hello says how many rows it pushed to this server; the tables
+ * hold rows_applied of them. The difference on its first hello to this
+ * process is what the restart rolled back (restored from a checkpoint: the
+ * rows pushed after it; started without one: all); on a later hello, what
+ * its lost connection carried. Answered in the welcome, so the client
+ * reports the same number.
+ */
+static void rows_hello(struct rdps_server *s, struct rdps_request *req)
+{
+	uint32_t c = req->client_id;
+	uint64_t said = req->pushed_rows, held, lost;
+	bool first = !s->rows_met[c];
+
+	s->rows_met[c] = 1;
+	if (first && s->rows_unknown)
+		s->rows_applied[c] = said; /* nothing to compare with: take its word */
+	held = s->rows_applied[c];
+	req->welcome.rows_held = held;
+	lost = said > held ? said - held : 0;
+	if (!first) {
+		if (lost)
+			rdps_warn("server %u: client %u reconnected: %llu rows it pushed on its "
+				  "previous connection were never applied", s->server_id, c,
+				  (unsigned long long)lost);
+	} else if (s->restored_seq) {
+		s->stats.rolled_back_rows += lost;
+		s->restore_rolled += lost;
+		if (lost)
+			rdps_warn("server %u: client %u reconnected after a restore: %llu of its "
+				  "pushed rows were rolled back", s->server_id, c,
+				  (unsigned long long)lost);
+		else if (said)
+			rdps_info("server %u: client %u reconnected after a restore: none of its "
+				  "pushed rows were rolled back", s->server_id, c);
+		if (s->restore_waiting && !--s->restore_waiting)
+			rdps_info("server %u: every client of the job is back after the restore "
+				  "from checkpoint %llu: %llu pushed rows in all were rolled back",
+				  s->server_id, (unsigned long long)s->restored_seq,
+				  (unsigned long long)s->restore_rolled);
+	} else if (lost) {
+		s->stats.rolled_back_rows += lost;
+		rdps_warn("server %u: client %u reconnected to this server, started without a "
+			  "checkpoint: the %llu rows it pushed to the one before were lost",
+			  s->server_id, c, (unsigned long long)lost);
+	}
 }
 
 static void barrier_fail_all(struct rdps_server *s, int status, const char *why)
@@ -77,11 +162,16 @@ static int handle_hello(struct rdps_server *s, struct rdps_request *req)
 	if (!s->num_clients) {
 		s->client_state = calloc(req->num_clients, 1);
 		s->barrier_tokens = calloc(req->num_clients, sizeof(uint64_t));
-		if (!s->client_state || !s->barrier_tokens) {
+		if (!s->client_state || !s->barrier_tokens ||
+		    (s->rows_clients != req->num_clients && rows_resize(s, req->num_clients))) {
 			job_reset(s);
 			return -ENOMEM;
 		}
 		s->num_clients = req->num_clients;
+		if (s->restore_job_open) {
+			s->restore_job_open = false;
+			s->restore_waiting = s->num_clients;
+		}
 		rdps_info("server %u: job of %u clients started", s->server_id, s->num_clients);
 	} else if (req->num_clients != s->num_clients) {
 		snprintf(req->errmsg, req->errlen,
@@ -98,6 +188,7 @@ static int handle_hello(struct rdps_server *s, struct rdps_request *req)
 		s->departed--; /* it came back */
 	s->client_state[req->client_id] = CLIENT_CONNECTED;
 	s->connected++;
+	rows_hello(s, req);
 	return 0;
 }
 
@@ -224,6 +315,9 @@ static int handle(void *ctx, struct rdps_request *req)
 	}
 	switch (req->type) {
 	case RDPS_REQ_HELLO:
+		req->welcome.instance = s->instance;
+		req->welcome.ckpt_seq = s->restored_seq;
+		req->welcome.ckpt_age_ms = s->restored_age_ms;
 		ret = req->observer ? 0 : handle_hello(s, req);
 		break;
 	case RDPS_REQ_BYE:
@@ -249,6 +343,8 @@ static int handle(void *ctx, struct rdps_request *req)
 			break;
 		rdps_shard_info(s->shards[req->table], &info);
 		s->stats.rows_pushed += req->n;
+		/* client_id < num_clients == rows_clients (handle_hello) */
+		s->rows_applied[req->client_id] += req->n;
 		s->stats.bytes_in += 8 + (uint64_t)req->n * (8 + info.dim * 4);
 		break;
 	case RDPS_REQ_FLUSH:
@@ -290,6 +386,42 @@ static int handle(void *ctx, struct rdps_request *req)
 	return ret;
 }
 
+/* --resume: the newest valid checkpoint, with the push counts it holds. */
+static int restore(struct rdps_server *s, char *err, size_t errlen)
+{
+	struct rdps_ckpt_info info;
+	struct timespec now;
+	uint64_t now_ms;
+	int ret;
+
+	ret = rdps_ckpt_restore(s->ckpt_dir, s->server_id, s->shards, s->num_tables, &info, err,
+				errlen);
+	if (ret)
+		return ret;
+	clock_gettime(CLOCK_REALTIME, &now);
+	now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	/* ckpt_seq stays the newest present: after a fallback past a damaged
+	 * one, the next is numbered after the damaged one. */
+	s->ckpt_good = s->restored_seq = info.seq;
+	s->restored_age_ms = now_ms > info.time_unix_ms ? now_ms - info.time_unix_ms : 0;
+	s->restore_job_open = true;
+	free(s->rows_applied);
+	free(s->rows_met);
+	s->rows_applied = info.job.pushed_rows;
+	s->rows_clients = info.job.num_clients;
+	s->rows_met = calloc(s->rows_clients ? s->rows_clients : 1, 1);
+	s->rows_unknown = !info.job_known;
+	if (!s->rows_met)
+		return -ENOMEM;
+	rdps_info("server %u: restored checkpoint %llu of %s/server-%u, written %.1f s before: "
+		  "rows pushed to this server since then are rolled back%s", s->server_id,
+		  (unsigned long long)info.seq, s->ckpt_dir, s->server_id,
+		  s->restored_age_ms / 1e3,
+		  info.job_known ? " (each client's count is logged as it reconnects)"
+				 : " (the checkpoint predates push counts: how many is unknown)");
+	return 0;
+}
+
 int rdps_server_create(const struct rdps_server_config *cfg,
 		       struct rdps_server **out, char *err, size_t errlen)
 {
@@ -322,6 +454,12 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		goto err_free;
 	}
 	s->server_id = cfg->server_id;
+	ret = rdps_random_bytes(&s->instance, sizeof(s->instance));
+	if (ret) {
+		snprintf(err, errlen, "no random bytes for the server's instance id: %s",
+			 rdps_strerror(ret));
+		goto err_free;
+	}
 	s->keep_alive = cfg->keep_alive;
 	s->job_timeout_ns = (uint64_t)cfg->job_timeout_ms * 1000000ull;
 	s->last_client_ns = rdps_now_ns();
@@ -390,8 +528,7 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 			ret = -EINVAL;
 			goto err_destroy_shards;
 		}
-		ret = rdps_ckpt_restore(cfg->checkpoint_dir, s->server_id, s->shards, s->num_tables,
-					&s->ckpt_seq, err, errlen);
+		ret = restore(s, err, errlen);
 		if (ret)
 			goto err_destroy_shards;
 	}
@@ -412,6 +549,8 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 err_destroy_shards:
 	for (uint32_t t = 0; t < cfg->num_tables; t++)
 		rdps_shard_destroy(s->shards[t]);
+	free(s->rows_applied);
+	free(s->rows_met);
 	free(s->ckpt_dir);
 err_free:
 	free(s);
@@ -425,6 +564,7 @@ int rdps_server_poll(struct rdps_server *s, int timeout_ms)
 
 int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
 {
+	struct rdps_ckpt_job job = { s->rows_clients, s->rows_applied };
 	uint64_t t0 = rdps_now_ns(), bytes = 0;
 	int ret;
 
@@ -433,14 +573,14 @@ int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
 			 s->server_id);
 		return -EOPNOTSUPP;
 	}
-	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_tables,
-			      s->ckpt_seq + 1, &bytes, err, errlen);
+	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_tables, &job,
+			      s->ckpt_seq + 1, s->ckpt_good, &bytes, err, errlen);
 	s->ckpt_last_ns = rdps_now_ns();
 	if (ret) {
 		rdps_err("server %u: checkpoint failed: %s", s->server_id, err);
 		return ret;
 	}
-	s->ckpt_seq++;
+	s->ckpt_good = ++s->ckpt_seq;
 	rdps_info("server %u: checkpoint %llu written (%.1f MB in %.0f ms)", s->server_id,
 		  (unsigned long long)s->ckpt_seq, bytes / 1e6, (s->ckpt_last_ns - t0) / 1e6);
 	return 0;
@@ -533,6 +673,8 @@ void rdps_server_destroy(struct rdps_server *s)
 	for (uint32_t t = 0; t < s->num_tables; t++)
 		rdps_shard_destroy(s->shards[t]);
 	job_reset(s);
+	free(s->rows_applied);
+	free(s->rows_met);
 	free(s->ckpt_dir);
 	free(s);
 }

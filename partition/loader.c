@@ -560,7 +560,9 @@ int rdps_loader_writer_commit(struct rdps_blob_writer *w, uint64_t *xxh3)
 	ret = write_all(w->fd, &w->hdr, sizeof(w->hdr), 0);
 	if (!ret && fsync(w->fd))
 		ret = -errno;
-	if (!ret && close(w->fd))
+	/* Closed whatever happened: a failed commit must not pin the
+	 * (soon unlinked) file's blocks. */
+	if (close(w->fd) && !ret)
 		ret = -errno;
 	w->fd = -1;
 	if (!ret && rename(w->tmp, w->path))
@@ -598,17 +600,20 @@ void rdps_loader_writer_destroy(struct rdps_blob_writer *w)
 #define WRITE_QD 16u
 
 /* Writes len bytes of buf at offset 0 of fd with up to WRITE_QD chunk
- * writes in flight, then an fsync through the same ring. */
+ * writes in flight, then an fsync through the same ring. After a failure
+ * it queues nothing more but reaps what is in flight before returning:
+ * no request refers to buf or fd (or holds the file open) afterwards. */
 static int write_fsync_uring(struct io_uring *ring, int fd, const char *buf, size_t len)
 {
 	size_t next = 0, inflight = 0;
 	bool fsync_queued = false;
+	int failed = 0;
 
 	for (;;) {
 		struct io_uring_cqe *cqe;
 		int ret;
 
-		while (next < len && inflight < WRITE_QD) {
+		while (!failed && next < len && inflight < WRITE_QD) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 			size_t n = len - next < WRITE_CHUNK ? len - next : WRITE_CHUNK;
 
@@ -620,7 +625,7 @@ static int write_fsync_uring(struct io_uring *ring, int fd, const char *buf, siz
 			inflight++;
 		}
 		/* Every write done: now the data is durable only after fsync. */
-		if (next == len && !inflight && !fsync_queued) {
+		if (!failed && next == len && !inflight && !fsync_queued) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 
 			if (!sqe)
@@ -631,18 +636,22 @@ static int write_fsync_uring(struct io_uring *ring, int fd, const char *buf, siz
 			inflight++;
 		}
 		if (!inflight)
-			return 0;
+			return failed;
 		ret = io_uring_submit_and_wait(ring, 1);
 		if (ret < 0 && ret != -EINTR)
-			return ret;
+			return failed ? failed : ret; /* cannot reap: the ring's exit cancels */
 		while (io_uring_peek_cqe(ring, &cqe) == 0) {
 			uint64_t tag = io_uring_cqe_get_data64(cqe);
 			int res = cqe->res;
 
 			io_uring_cqe_seen(ring, cqe);
 			inflight--;
-			if (res < 0)
-				return res;
+			if (failed)
+				continue;
+			if (res < 0) {
+				failed = res;
+				continue;
+			}
 			if (tag == 1)
 				return 0; /* the fsync: everything before it is durable */
 			if (!(tag & 1)) {
@@ -656,7 +665,7 @@ static int write_fsync_uring(struct io_uring *ring, int fd, const char *buf, siz
 							  (off_t)(off + (size_t)res));
 
 					if (r)
-						return r;
+						failed = r;
 				}
 			}
 		}
@@ -709,7 +718,9 @@ int rdps_loader_write_blob(const char *path, uint32_t kind, uint32_t record_size
 		if (!ret && fsync(fd))
 			ret = -errno;
 	}
-	if (!ret && close(fd))
+	/* Closed on failure too: a descriptor kept would pin the unlinked
+	 * file's blocks, and a full disk would stay full. */
+	if (close(fd) && !ret)
 		ret = -errno;
 	fd = -1;
 	if (!ret && rename(tmp, path))
@@ -722,10 +733,6 @@ int rdps_loader_write_blob(const char *path, uint32_t kind, uint32_t record_size
 	if (xxh3)
 		*xxh3 = hdr.payload_xxh3;
 out:
-	if (fd >= 0) {
-		close(fd);
-		unlink(tmp);
-	}
 	free(tmp);
 	free(buf);
 	return ret;

@@ -250,6 +250,7 @@ static int inproc_connect(const struct rdps_conn_params *p, struct rdps_conn **o
 		ret = -EPROTO;
 		goto err_free;
 	}
+	req.pushed_rows = p->pushed_rows;
 	ret = call_handler(ic, &req, timeout);
 	if (ret < 0) {
 		snprintf(err, errlen, "refused by %s: %s", ic->base.peer,
@@ -257,6 +258,7 @@ static int inproc_connect(const struct rdps_conn_params *p, struct rdps_conn **o
 		goto err_free;
 	}
 	ic->hello = true;
+	ic->base.welcome = req.welcome;
 	ic->base.server_id = is->p.server_id;
 	ic->base.num_servers = is->p.num_servers;
 	ic->base.num_tables = is->p.num_regions;

@@ -208,6 +208,7 @@ static int tcp_handshake(struct tcp_conn *tc, const struct rdps_conn_params *p,
 		.num_clients = p->num_clients,
 		.server_id = p->server_id,
 		.flags = p->observer ? RDPS_HELLO_OBSERVER : 0,
+		.pushed_rows = p->pushed_rows,
 	};
 	struct rdps_wire_welcome w;
 	struct rdps_wire_hdr h;
@@ -726,6 +727,7 @@ static int admit(struct tcp_server *ts, struct tcp_sconn *sc, bool authenticated
 	req.client_id = hello->client_id;
 	req.num_clients = hello->num_clients;
 	req.observer = hello->flags & RDPS_HELLO_OBSERVER;
+	req.pushed_rows = hello->pushed_rows;
 	ret = ts->p.handle(ts->p.ctx, &req);
 	if (ret < 0) {
 		refuse(ts, sc, RDPS_REQ_HELLO, ret, why[0] ? why : rdps_strerror(ret));
@@ -745,6 +747,10 @@ static int admit(struct tcp_server *ts, struct tcp_sconn *sc, bool authenticated
 	memcpy(p, ts->welcome, ts->welcome_len);
 	memcpy(&w, p, sizeof(w));
 	w.session = sc->session;
+	w.instance = req.welcome.instance;
+	w.rows_held = req.welcome.rows_held;
+	w.ckpt_seq = req.welcome.ckpt_seq;
+	w.ckpt_age_ms = req.welcome.ckpt_age_ms;
 	if (authenticated) {
 		w.flags |= RDPS_WELCOME_AUTHENTICATED;
 		rdps_auth_mac(ts->p.secret, RDPS_AUTH_SERVER_LABEL, hello->nonce, RDPS_NONCE_LEN,

@@ -630,6 +630,7 @@ int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
 	vc->base.server_id = vc->ctl->server_id;
 	vc->base.num_servers = vc->ctl->num_servers;
 	vc->base.num_tables = vc->ctl->num_tables;
+	vc->base.welcome = vc->ctl->welcome;
 	memcpy(vc->base.tables, vc->ctl->tables, sizeof(vc->base.tables));
 	for (uint32_t t = 0; t < vc->base.num_tables; t++) {
 		const struct rdps_table_desc *d = &vc->base.tables[t];

@@ -121,6 +121,10 @@ int rdps_wire_parse_welcome(const void *payload, uint32_t len,
 	}
 	*out = w;
 	c->session = w.session;
+	c->welcome = (struct rdps_welcome_info){ .instance = w.instance,
+						 .rows_held = w.rows_held,
+						 .ckpt_seq = w.ckpt_seq,
+						 .ckpt_age_ms = w.ckpt_age_ms };
 	c->server_id = w.server_id;
 	c->num_servers = w.num_servers;
 	c->num_tables = w.num_tables;

@@ -11,7 +11,7 @@
 #include "rdps/transport.h"
 
 #define RDPS_WIRE_MAGIC 0x53504452u /* "RDPS" */
-#define RDPS_WIRE_VERSION 1
+#define RDPS_WIRE_VERSION 2 /* 2: push counts in the hello, server state in the welcome */
 #define RDPS_WIRE_MAX_FRAME (64u << 20) /* payload bytes */
 #define RDPS_WIRE_REPLY 0x80            /* type bit of replies */
 #define RDPS_WIRE_ERRMSG_MAX 400
@@ -42,7 +42,7 @@ struct rdps_wire_hello {
 	uint32_t num_clients;
 	uint32_t server_id;  /* the server the client believes it reached */
 	uint32_t flags;      /* RDPS_HELLO_* */
-	uint64_t reserved;
+	uint64_t pushed_rows; /* rows this client pushed to this server so far */
 	uint8_t nonce[RDPS_NONCE_LEN]; /* the client's challenge to the server */
 };
 #define RDPS_HELLO_OBSERVER 0x1u /* not a client of the job */
@@ -65,12 +65,16 @@ struct rdps_wire_welcome {
 	uint32_t num_tables;
 	uint32_t flags;        /* RDPS_WELCOME_* */
 	uint64_t session;      /* binds RDMA connections to this connection */
+	uint64_t instance;     /* struct rdps_welcome_info, field by field */
+	uint64_t rows_held;
+	uint64_t ckpt_seq;
+	uint64_t ckpt_age_ms;
 	uint64_t reserved;
 	uint8_t proof[RDPS_MAC_LEN]; /* the server's MAC, if authenticated */
 	/* then num_tables struct rdps_table_desc */
 };
 #define RDPS_WELCOME_AUTHENTICATED 0x1u
-_Static_assert(sizeof(struct rdps_wire_welcome) == 64, "wire layout");
+_Static_assert(sizeof(struct rdps_wire_welcome) == 96, "wire layout");
 
 /* Payload of a push reply: how many request bytes it acknowledges. */
 struct rdps_wire_ack {

@@ -20,8 +20,11 @@
  *
  * With reconnect_ms, a lost server (died, restarted from its checkpoint)
  * is reconnected with backoff: a pull is then retried (it is idempotent);
- * a push or flush returns -ECONNRESET once, saying that pushes the server
- * had not acknowledged were lost, and the client goes on. The first
+ * a push or flush returns -ECONNRESET once, saying how many pushed rows
+ * were lost, and the client goes on. A server restarted from a checkpoint
+ * has rolled back every row pushed to it since: the client logs a warning
+ * with the checkpoint, its age and the count (exact: client and server
+ * count this client's pushed rows), see rdps_client_rolled_back_rows(). The first
  * connection is retried the same way when a server drops it mid-handshake
  * or refuses the RDMA connection (it is being restarted).
  */
@@ -144,6 +147,13 @@ uint64_t rdps_client_reconnects(const struct rdps_client *c);
 
 /* Rows re-read after a torn one-sided read (validated mode), all servers. */
 uint64_t rdps_client_rereads(const struct rdps_client *c);
+
+/* Rows this client pushed that server restarts rolled back, all servers:
+ * those pushed after the checkpoint a server was restored from (or all
+ * pushed to one restarted without a checkpoint), counted at reconnection.
+ * Pushes lost with a connection to a server that did not restart are not
+ * in it (the push or flush reported them). */
+uint64_t rdps_client_rolled_back_rows(const struct rdps_client *c);
 
 #ifdef __cplusplus
 }

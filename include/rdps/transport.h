@@ -100,6 +100,16 @@ struct rdps_server_stats {
 };
 _Static_assert(sizeof(struct rdps_server_stats) == 384, "wire layout");
 
+/* What a server's welcome says about its state, for a client that comes
+ * back to it: whether it is still the process the client pushed to, and
+ * how much of the client's pushes it holds. */
+struct rdps_welcome_info {
+	uint64_t instance;     /* random per server process: another one is a restart */
+	uint64_t rows_held;    /* rows of this client's pushes in the server's tables */
+	uint64_t ckpt_seq;     /* the checkpoint the server was restored from (0: none) */
+	uint64_t ckpt_age_ms;  /* its age when restored (ms since it was written) */
+};
+
 /* ---------------------------------------------------------------------- */
 /* Client side                                                            */
 
@@ -114,6 +124,7 @@ struct rdps_conn_params {
 	int read_consistency;      /* enum rdps_read_consistency */
 	bool observer;             /* admin connection: not a client of the job */
 	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
+	uint64_t pushed_rows;      /* rows this client pushed to this server before */
 };
 
 struct rdps_conn {
@@ -125,6 +136,7 @@ struct rdps_conn {
 	char errmsg[512];              /* reason of the last failure */
 	uint64_t session;              /* the server's token for this connection */
 	uint64_t rereads;              /* torn rows read again (validated mode) */
+	struct rdps_welcome_info welcome; /* the server's state, from the handshake */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -154,6 +166,9 @@ struct rdps_request {
 	/* allreduce: the client's vector */
 	const void *payload;
 	size_t payload_len;
+	/* hello: the client's count, and the handler's answer for the welcome */
+	uint64_t pushed_rows;  /* rows the client says it pushed to this server */
+	struct rdps_welcome_info welcome; /* set by the handler */
 	/* control replies (stats) */
 	void *reply;           /* buffer of reply_cap bytes */
 	size_t reply_cap;

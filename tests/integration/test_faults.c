@@ -16,6 +16,8 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdps/client.h"
@@ -63,13 +66,22 @@ static void on_term(int sig)
 		rdps_server_stop(child_srv);
 }
 
-static pid_t start_server(uint32_t id, bool resume)
+/* Starts server id in a child process, its log appended to log (NULL: the
+ * test's stderr). */
+static pid_t start_server_log(uint32_t id, bool resume, const char *log)
 {
 	pid_t pid = fork();
 
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
+		if (log) {
+			int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+			if (fd < 0 || dup2(fd, 2) < 0)
+				_exit(3);
+			close(fd);
+		}
 		struct rdps_server_config cfg = { .transport = transport, .ipc = &ipc, .server_id = id,
 						  .num_tables = 1, .checkpoint_dir = ckdir,
 						  .resume = resume };
@@ -90,6 +102,11 @@ static pid_t start_server(uint32_t id, bool resume)
 	cr_assert_eq(rdps_test_wait_port(ipc.servers[id].host, ipc.servers[id].port, 20000), 0,
 		     "server %u did not start", id);
 	return pid;
+}
+
+static pid_t start_server(uint32_t id, bool resume)
+{
+	return start_server_log(id, resume, NULL);
 }
 
 static void client_main(uint32_t k)
@@ -418,6 +435,269 @@ Test(faults, first_connection_retries_a_server_restarting, .timeout = 120)
 	cr_assert_eq(rdps_test_wait(server, 10000, &st), 0, "server not shut down");
 	rdps_ipconfig_free(&ipc);
 	rdps_test_rmtree(dir);
+	free(ckdir);
+	free(dir);
+}
+
+/* ---------------------------------------------------------------------- */
+/* A restart from a checkpoint says what it rolled back.                  */
+
+/* Redirects this process's stderr (the clients' log) to path; returns the
+ * saved descriptor for stderr_back(). */
+static int stderr_to(const char *path)
+{
+	int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+	cr_assert(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2, "cannot log to %s", path);
+	close(fd);
+	return saved;
+}
+
+static void stderr_back(int saved)
+{
+	dup2(saved, 2);
+	close(saved);
+}
+
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Pushes ids (gradient -1: each row gains 1 per element) and counts them
+ * into want[] and, for server 1's rows (>= ROWS / 2), into *to_s1. */
+static void push_counted(struct rdps_client *c, const uint64_t *ids, size_t n, uint64_t *want,
+			 uint64_t *to_s1)
+{
+	float g[ROWS * 2 * DIM];
+
+	cr_assert_leq(n, (size_t)ROWS * 2);
+	for (size_t i = 0; i < n * DIM; i++)
+		g[i] = -1.0f;
+	cr_assert_eq(rdps_client_push(c, 0, ids, g, n), 0, "%s", rdps_client_errmsg(c));
+	for (size_t i = 0; i < n; i++) {
+		want[ids[i]]++;
+		*to_s1 += ids[i] >= ROWS / 2;
+	}
+}
+
+/* Every row equals its count of pushes (exact: SGD, lr 1, zero init). */
+static void check_rows(struct rdps_client *c, const uint64_t *want, const char *when)
+{
+	uint64_t ids[ROWS];
+	float v[ROWS * DIM];
+
+	for (int r = 0; r < ROWS; r++)
+		ids[r] = (uint64_t)r;
+	cr_assert_eq(rdps_client_pull(c, 0, ids, ROWS, v), 0, "%s", rdps_client_errmsg(c));
+	for (int r = 0; r < ROWS; r++)
+		cr_assert_eq(v[r * DIM], (float)want[r], "%s: row %d is %g, want %llu", when, r,
+			     v[r * DIM], (unsigned long long)want[r]);
+}
+
+/* A flush that finds server 1 gone reconnects and says what was lost. */
+static void flush_reconnects(struct rdps_client *c, const char *expect)
+{
+	int ret = rdps_client_flush(c);
+
+	cr_assert_eq(ret, -ECONNRESET, "flush after the restart: %d (%s)", ret,
+		     rdps_client_errmsg(c));
+	cr_assert(strstr(rdps_client_errmsg(c), expect), "'%s' does not say '%s'",
+		  rdps_client_errmsg(c), expect);
+	cr_assert_eq(rdps_client_flush(c), 0, "%s", rdps_client_errmsg(c));
+}
+
+static pid_t kill_and_resume(pid_t server, const char *log)
+{
+	int st;
+
+	cr_assert_eq(kill(server, SIGKILL), 0);
+	cr_assert_eq(rdps_test_wait(server, 5000, &st), 0);
+	return start_server_log(1, true, log);
+}
+
+/*
+ * Two clients push (known rows per server), a checkpoint, more pushes,
+ * kill -9 server 1 and restart it from the checkpoint. Each client's
+ * rolled-back count is exactly the rows it pushed to server 1 after the
+ * checkpoint, the same in the server's log and stats, and the checkpoint's
+ * seq and age are logged. Control: a second restart from a checkpoint with
+ * no push after it rolls back 0 rows and warns nobody.
+ */
+Test(faults, restart_reports_the_rows_it_rolled_back, .timeout = 120)
+{
+	const char *tenv = getenv("RDPS_TEST_TRANSPORTS"), *henv = getenv("RDPS_TEST_HOST");
+	struct rdps_client_params p = { .transport = transport, .num_clients = 2,
+					.timeout_ms = 10000, .reconnect_ms = 30000, .quiet = true };
+	struct rdps_client *c[2];
+	struct rdps_server_stats st0, st1;
+	uint64_t want[ROWS] = { 0 }, after[2] = { 0 }, ids[ROWS * 2], sink = 0, t_before,
+		 t_after, t_ckpt;
+	char text[64], err[640], line[256], *slog[2], *clog_path, *slog_path[2], *log, *mf, *at;
+	double age_s, age_c;
+	pid_t servers[NSERVERS];
+	int saved_stderr, st;
+
+	if (tenv && *tenv)
+		snprintf(transport, sizeof(transport), "%.*s", (int)strcspn(tenv, ","), tenv);
+	dir = rdps_test_tmpdir("faults-rollback");
+	cr_assert(asprintf(&ckdir, "%s/ckpt", dir) > 0);
+	cr_assert(asprintf(&clog_path, "%s/clients.log", dir) > 0);
+	cr_assert(asprintf(&slog_path[0], "%s/server1-a.log", dir) > 0);
+	cr_assert(asprintf(&slog_path[1], "%s/server1-b.log", dir) > 0);
+	snprintf(text, sizeof(text), "%s %d %d\n", henv && *henv ? henv : "127.0.0.1",
+		 rdps_test_free_ports(NSERVERS), NSERVERS);
+	cr_assert_eq(rdps_ipconfig_parse("faults", text, &ipc, err, sizeof(err)), 0);
+	p.servers = &ipc;
+	servers[0] = start_server(0, false);
+	servers[1] = start_server(1, false);
+	saved_stderr = stderr_to(clog_path);
+	for (uint32_t k = 0; k < 2; k++) {
+		p.client_id = k;
+		cr_assert_eq(rdps_client_create(&p, &c[k], err, sizeof(err)), 0, "%s", err);
+	}
+
+	/* Before the checkpoint: kept. */
+	for (int r = 0; r < ROWS; r++)
+		ids[r] = ids[ROWS + r] = (uint64_t)r;
+	push_counted(c[0], ids, ROWS * 2, want, &sink);
+	push_counted(c[1], (uint64_t[]){ 40, 41, 5, 40 }, 4, want, &sink);
+	cr_assert_eq(rdps_client_flush(c[0]), 0, "%s", rdps_client_errmsg(c[0]));
+	cr_assert_eq(rdps_client_flush(c[1]), 0, "%s", rdps_client_errmsg(c[1]));
+	cr_assert_eq(rdps_client_checkpoint(c[0]), 0, "%s", rdps_client_errmsg(c[0]));
+	snprintf(err, sizeof(err), "%s/server-1/ckpt-1/manifest.json", ckdir);
+	mf = rdps_test_slurp(err);
+	at = mf ? strstr(mf, "\"time_unix_ms\": ") : NULL;
+	cr_assert(at && sscanf(at, "\"time_unix_ms\": %" SCNu64, &t_ckpt) == 1,
+		  "no time in %s: %s", err, mf);
+	{
+		uint64_t kept[ROWS];
+
+		memcpy(kept, want, sizeof(kept));
+		/* After it: rolled back on server 1, kept on server 0. Batches
+		 * mix both servers' rows. */
+		for (int i = 0; i < 3; i++) {
+			for (int r = 0; r < 42; r++)
+				ids[r] = (uint64_t)(r < 10 ? r : ROWS / 2 + (r - 10));
+			push_counted(c[0], ids, 42, want, &after[0]);
+		}
+		push_counted(c[1], (uint64_t[]){ 50, 51, 52, 53, 54, 55, 56, 1, 2, 3, 4 }, 11, want,
+			     &after[1]);
+		cr_assert_eq(after[0], 3 * 32);
+		cr_assert_eq(after[1], 7);
+		cr_assert_eq(rdps_client_flush(c[0]), 0, "%s", rdps_client_errmsg(c[0]));
+		cr_assert_eq(rdps_client_flush(c[1]), 0, "%s", rdps_client_errmsg(c[1]));
+		check_rows(c[0], want, "before the kill");
+		for (int r = ROWS / 2; r < ROWS; r++)
+			want[r] = kept[r]; /* what the restore brings back */
+	}
+
+	/* An age well above 0 s, so that a wrong one shows. */
+	usleep(1200000);
+	t_before = wall_ms();
+	servers[1] = kill_and_resume(servers[1], slog_path[0]);
+	t_after = wall_ms();
+	flush_reconnects(c[0], "96 rows this client pushed to it since then were rolled back");
+	flush_reconnects(c[1], "7 rows this client pushed to it since then were rolled back");
+	cr_assert_eq(rdps_client_reconnects(c[0]), 1, "the restart was not seen");
+	cr_assert_eq(rdps_client_rolled_back_rows(c[0]), after[0]);
+	cr_assert_eq(rdps_client_rolled_back_rows(c[1]), after[1]);
+	check_rows(c[0], want, "after the restore");
+	cr_assert_eq(rdps_client_server_stats(c[0], 0, &st0), 0);
+	cr_assert_eq(rdps_client_server_stats(c[0], 1, &st1), 0);
+	cr_assert_eq(st0.rolled_back_rows, 0);
+	cr_assert_eq(st1.rolled_back_rows, after[0] + after[1]);
+
+	/* The control: pushes, a checkpoint, no push after it, a restart. */
+	for (int r = 0; r < ROWS; r++)
+		ids[r] = (uint64_t)r;
+	push_counted(c[0], ids, ROWS, want, &sink);
+	push_counted(c[1], ids + 20, 30, want, &sink);
+	cr_assert_eq(rdps_client_flush(c[0]), 0, "%s", rdps_client_errmsg(c[0]));
+	cr_assert_eq(rdps_client_flush(c[1]), 0, "%s", rdps_client_errmsg(c[1]));
+	cr_assert_eq(rdps_client_checkpoint(c[0]), 0, "%s", rdps_client_errmsg(c[0]));
+	servers[1] = kill_and_resume(servers[1], slog_path[1]);
+	flush_reconnects(c[0], "0 rows this client pushed to it since then were rolled back");
+	flush_reconnects(c[1], "0 rows this client pushed to it since then were rolled back");
+	cr_assert_eq(rdps_client_reconnects(c[0]), 2, "the second restart was not seen");
+	cr_assert_eq(rdps_client_rolled_back_rows(c[0]), after[0], "the control rolled back rows");
+	cr_assert_eq(rdps_client_rolled_back_rows(c[1]), after[1], "the control rolled back rows");
+	check_rows(c[1], want, "after the second restore");
+	cr_assert_eq(rdps_client_server_stats(c[0], 1, &st1), 0);
+	cr_assert_eq(st1.rolled_back_rows, 0);
+	cr_assert_eq(rdps_client_shutdown_servers(c[0]), 0, "%s", rdps_client_errmsg(c[0]));
+	rdps_client_destroy(c[0]);
+	rdps_client_destroy(c[1]);
+	stderr_back(saved_stderr);
+	for (int s = 0; s < NSERVERS; s++)
+		cr_assert_eq(rdps_test_wait(servers[s], 10000, &st), 0);
+
+	/* The logs say the same numbers. */
+	slog[0] = rdps_test_slurp(slog_path[0]);
+	slog[1] = rdps_test_slurp(slog_path[1]);
+	log = rdps_test_slurp(clog_path);
+	cr_assert(slog[0] && slog[1] && log);
+	cr_assert(strstr(slog[0], "restored checkpoint 1 of "), "%s", slog[0]);
+	cr_assert(strstr(slog[1], "restored checkpoint 2 of "), "%s", slog[1]);
+	for (int k = 0; k < 2; k++) {
+		snprintf(line, sizeof(line),
+			 "client %d reconnected after a restore: %llu of its pushed rows were rolled back",
+			 k, (unsigned long long)after[k]);
+		cr_assert(strstr(slog[0], line), "server log lacks '%s':\n%s", line, slog[0]);
+		snprintf(line, sizeof(line),
+			 "client %d reconnected after a restore: none of its pushed rows were rolled back", k);
+		cr_assert(strstr(slog[1], line), "server log lacks '%s':\n%s", line, slog[1]);
+	}
+	snprintf(line, sizeof(line), "from checkpoint 1: %llu pushed rows in all were rolled back",
+		 (unsigned long long)(after[0] + after[1]));
+	cr_assert(strstr(slog[0], line), "server log lacks '%s':\n%s", line, slog[0]);
+	cr_assert(strstr(slog[1], "from checkpoint 2: 0 pushed rows in all were rolled back"),
+		  "%s", slog[1]);
+	cr_assert_eq(count_of(slog[0], " warn: "), 2, "one warning per client:\n%s", slog[0]);
+	cr_assert_eq(count_of(slog[1], " warn: "), 0, "the control warned:\n%s", slog[1]);
+	for (int k = 0; k < 2; k++) {
+		snprintf(line, sizeof(line),
+			 " s before: %llu rows this client pushed to it since then were rolled back",
+			 (unsigned long long)after[k]);
+		cr_assert_eq(count_of(log, line), 1, "clients' log lacks '%s':\n%s", line, log);
+	}
+	cr_assert_eq(count_of(log, " warn: server 1 restarted"), 2, "the control warned:\n%s", log);
+	cr_assert_eq(count_of(log, "restarted from checkpoint 2 written"), 2, "%s", log);
+
+	/* The age: from the manifest's time to the restore (which happened
+	 * between t_before and t_after), the same on both sides ("%.1f s":
+	 * within 50 ms). */
+	at = strstr(slog[0], "written ");
+	cr_assert(at && sscanf(at, "written %lf s before", &age_s) == 1, "%s", slog[0]);
+	at = strstr(log, "restarted from checkpoint 1 written ");
+	cr_assert(at && sscanf(at, "restarted from checkpoint 1 written %lf", &age_c) == 1, "%s",
+		  log);
+	cr_assert_eq(age_s, age_c, "server and client disagree on the checkpoint's age");
+	cr_assert(age_s * 1000 >= (double)(t_before - t_ckpt) - 60 &&
+		  age_s * 1000 <= (double)(t_after - t_ckpt) + 60,
+		  "age %.1f s: the restore was %.3f to %.3f s after the checkpoint's time", age_s,
+		  (t_before - t_ckpt) / 1e3, (t_after - t_ckpt) / 1e3);
+	free(mf);
+	free(slog[0]);
+	free(slog[1]);
+	free(log);
+	rdps_ipconfig_free(&ipc);
+	rdps_test_rmtree(dir);
+	free(slog_path[0]);
+	free(slog_path[1]);
+	free(clog_path);
 	free(ckdir);
 	free(dir);
 }

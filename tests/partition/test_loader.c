@@ -3,7 +3,11 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "helpers.h"
@@ -204,5 +208,89 @@ Test(loader, missing_file_and_abort)
 	rdps_loader_writer_destroy(w);
 	rdps_loader_writer_destroy(NULL);
 	cr_assert_eq(th_count_entries(dir), 0);
+	free(p);
+}
+
+/* Open descriptors of this process (entries of /proc/self/fd, less the
+ * directory stream's own). */
+static int open_fds(void)
+{
+	return th_count_entries("/proc/self/fd") - 1;
+}
+
+/*
+ * A disk that refuses the write (here a file size limit: EFBIG, as a full
+ * disk gives ENOSPC): every failed checkpoint blob must give back its
+ * descriptor and remove its temporary file, else a full disk stays full
+ * (the unlinked file's blocks) until the process exits.
+ */
+Test(loader, failed_blob_writes_close_and_remove_their_files)
+{
+	struct rlimit lim, old;
+	size_t n = (4u << 20) / 16; /* 4 MiB of 16-byte records: over the limit */
+	char *big = calloc(n, 16), *p = th_path(dir, "ck.rows");
+	uint64_t sum;
+	int before, ret;
+
+	cr_assert(big);
+	signal(SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead */
+	cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = (struct rlimit){ 256 << 10, old.rlim_max }; /* the soft limit: undone below */
+	before = open_fds();
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (int i = 0; i < 8; i++) {
+		err[0] = '\0';
+		ret = rdps_loader_write_blob(p, RDPS_BLOB_CKPT_ROWS, 16, 0, big, n, &sum, err,
+					     sizeof(err));
+		/* Control: the write really failed, and said why. */
+		cr_assert_eq(ret, -EFBIG, "write %d: got %d (%s)", i, ret, err);
+		cr_assert(strstr(err, "ck.rows: writing failed"), "%s", err);
+	}
+	cr_assert_eq(open_fds(), before, "%d descriptor(s) leaked by 8 failed writes",
+		     open_fds() - before);
+	cr_assert_eq(th_count_entries(dir), 0, "a partial or temporary file was left");
+	/* A blob under the limit is still written. */
+	cr_assert_eq(rdps_loader_write_blob(p, RDPS_BLOB_CKPT_ROWS, 16, 0, big, 1000, &sum, err,
+					    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+	cr_assert_eq(open_fds(), before);
+	cr_assert_eq(th_count_entries(dir), 1);
+	free(p);
+	free(big);
+}
+
+/* Fault injection for the streaming writer's commit: while set, fsync()
+ * of this process fails with EIO, as on a disk that lost the write (this
+ * definition takes the place of libc's for the whole test binary). */
+static volatile int fsync_fails;
+
+int fsync(int fd)
+{
+	if (fsync_fails) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_fsync, fd);
+}
+
+Test(loader, failed_commit_closes_and_removes_its_file)
+{
+	struct rdps_blob_writer *w;
+	char *p = th_path(dir, "part.trp");
+	uint32_t rec[3] = { 1, 2, 3 };
+	int before = open_fds();
+
+	for (int i = 0; i < 8; i++) {
+		cr_assert_eq(rdps_loader_writer_create(p, RDPS_BLOB_TRIPLES, 12, 4, 0, 0, &w), 0);
+		cr_assert_eq(rdps_loader_writer_append(w, rec, 1), 0);
+		fsync_fails = 1;
+		/* Control: the commit really failed. */
+		cr_assert_eq(rdps_loader_writer_commit(w, NULL), -EIO);
+		fsync_fails = 0;
+		rdps_loader_writer_destroy(w);
+	}
+	cr_assert_eq(open_fds(), before, "%d descriptor(s) leaked by 8 failed commits",
+		     open_fds() - before);
+	cr_assert_eq(th_count_entries(dir), 0, "a partial or temporary file was left");
 	free(p);
 }
