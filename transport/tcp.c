@@ -624,6 +624,8 @@ struct tcp_sconn {
 	bool stalled;          /* frames left in rx when it had to stop taking requests */
 	uint32_t client_id, num_clients;
 	uint64_t since_ns;     /* accepted at */
+	uint64_t deadline_ns;  /* to be admitted by (while on the handshakes queue) */
+	bool late_read;        /* read once more at its deadline */
 	uint8_t *rx;           /* frames being received; rx[0] is a frame start */
 	size_t rx_len, rx_cap;
 	uint8_t *tx;           /* replies not yet sent, from tx_off */
@@ -662,7 +664,7 @@ struct tcp_server {
 	uint64_t handshake_ns;
 	size_t reply_budget;
 	size_t tx_total;          /* reply bytes held in every connection's tx */
-	struct tcp_link handshakes; /* connections not admitted yet, oldest first */
+	struct tcp_link handshakes; /* connections not admitted yet, by deadline */
 	struct tcp_link paused;   /* stopped by the reply budget, in the order they stopped */
 	struct tcp_link ready;    /* to be served or closed with no event to come */
 	struct tcp_ratelog cap_log; /* connections refused over the cap */
@@ -739,8 +741,8 @@ static void tcp_timer_arm(struct tcp_server *ts)
 	if (link_queued(&ts->handshakes)) {
 		struct tcp_sconn *sc = container_of(ts->handshakes.next, struct tcp_sconn, hs);
 
-		if (sc->since_ns + ts->handshake_ns < next)
-			next = sc->since_ns + ts->handshake_ns;
+		if (sc->deadline_ns < next)
+			next = sc->deadline_ns;
 	}
 	if (ts->cap_log.held && ts->cap_log.last_ns + TCP_LOG_EVERY_NS < next)
 		next = ts->cap_log.last_ns + TCP_LOG_EVERY_NS;
@@ -1125,6 +1127,25 @@ static bool handshake_frame(const struct rdps_wire_hdr *h)
 	       (h->type == RDPS_WIRE_AUTH && h->len == RDPS_MAC_LEN);
 }
 
+/* After a handshake frame: an admitted connection has no deadline any more.
+ * A hello read only after its deadline came in time (else the connection
+ * would be closed) but waited for a busy server (e.g. writing a checkpoint):
+ * its authentication gets a full timeout of its own, once. */
+static void handshake_step(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	uint64_t now;
+
+	if (sc->hello) {
+		link_remove(&sc->hs);
+		return;
+	}
+	if (!sc->awaiting_auth || (now = rdps_now_ns()) < sc->deadline_ns)
+		return;
+	sc->deadline_ns = now + ts->handshake_ns;
+	link_remove(&sc->hs);
+	link_append(&ts->handshakes, &sc->hs); /* the latest deadline: the queue stays sorted */
+}
+
 /* Parses complete frames from rx. Returns -errno to close the conn. */
 static int sconn_process(struct tcp_server *ts, struct tcp_sconn *sc)
 {
@@ -1180,8 +1201,8 @@ static int sconn_process(struct tcp_server *ts, struct tcp_sconn *sc)
 		}
 		ret = handle_frame(ts, sc, &h, sc->rx + off + sizeof(h));
 		tx_sync(ts, sc);
-		if (sc->hello && link_queued(&sc->hs))
-			link_remove(&sc->hs); /* admitted: no handshake deadline */
+		if (link_queued(&sc->hs))
+			handshake_step(ts, sc);
 		if (ret)
 			break;
 		off += sizeof(h) + h.len;
@@ -1383,6 +1404,7 @@ static int tcp_accept(struct tcp_server *ts)
 		sc->gen = ++ts->next_gen;
 		sc->reading = true;
 		sc->since_ns = rdps_now_ns();
+		sc->deadline_ns = sc->since_ns + ts->handshake_ns;
 		link_init(&sc->hs);
 		link_init(&sc->paused);
 		link_init(&sc->ready);
@@ -1410,8 +1432,20 @@ static void expire_handshakes(struct tcp_server *ts, uint64_t now)
 	while (link_queued(&ts->handshakes)) {
 		struct tcp_sconn *sc = container_of(ts->handshakes.next, struct tcp_sconn, hs);
 
-		if (now - sc->since_ns < ts->handshake_ns)
+		if (now < sc->deadline_ns)
 			break;
+		if (!sc->late_read && !sc->closing) {
+			int ret;
+
+			/* Bytes that came in time but wait behind other events
+			 * (or a busy server) count: read them first, once. */
+			sc->late_read = true;
+			ret = sconn_read(ts, sc);
+			if (!ret)
+				ret = sconn_flush(ts, sc);
+			sconn_settle(ts, sc, ret);
+			continue; /* admitted, given time to authenticate, or due still */
+		}
 		rdps_warn("server %u: client %s: no handshake after %.1f s (%s; the limit is "
 			  "%.1f s, --handshake-timeout); closing the connection",
 			  ts->p.server_id, sc->peer, (now - sc->since_ns) / 1e9,

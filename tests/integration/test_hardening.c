@@ -386,6 +386,45 @@ Test(hardening, idle_handshakes_time_out)
 	rdps_client_destroy(c);
 }
 
+/* A hello that came in time but found the server busy (stopped here) is
+ * not timed out: its authentication gets time of its own. */
+Test(hardening, a_hello_that_waited_for_a_busy_server_is_given_time_to_authenticate)
+{
+	static const char *const args[] = { "--table", "entity:100:4", "--optimizer", "sgd",
+					    "--lr", "1", "--init", "zeros",
+					    "--handshake-timeout", "1", NULL };
+	struct rdps_wire_hello hl = { .client_id = 0, .num_clients = 1 };
+	struct rdps_secret secret = { .len = strlen(SECRET) };
+	uint8_t snonce[RDPS_NONCE_LEN], mac[RDPS_MAC_LEN];
+	struct rdps_server_stats st;
+	struct rdps_client *obs;
+	int s;
+
+	start_server(NULL, true, args);
+	memcpy(secret.key, SECRET, secret.len);
+	s = raw_connect();
+	/* Its handshake is a round trip after s connected: s is accepted. */
+	obs = client(0, 1, true, true);
+	cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+	cr_assert_eq(rdps_random_bytes(hl.nonce, sizeof(hl.nonce)), 0);
+	send_hdr(s, RDPS_REQ_HELLO, sizeof(hl));
+	send_all(s, &hl, sizeof(hl));
+	usleep(1500000); /* past the deadline while the server cannot read */
+	cr_assert_eq(kill(srv.pid, SIGCONT), 0);
+
+	cr_assert_eq(recv_frame(s, RDPS_WIRE_CHALLENGE, snonce, sizeof(snonce)), 0);
+	rdps_auth_mac(&secret, RDPS_AUTH_CLIENT_LABEL, snonce, sizeof(snonce), hl.nonce,
+		      sizeof(hl.nonce), &hl, sizeof(hl), mac);
+	send_hdr(s, RDPS_WIRE_AUTH, sizeof(mac));
+	send_all(s, mac, sizeof(mac));
+	cr_assert_eq(recv_frame(s, RDPS_REQ_HELLO | RDPS_WIRE_REPLY, NULL, 0), 0,
+		     "the welcome");
+	st = stats_of(obs);
+	cr_assert_eq(st.handshake_timeouts, 0);
+	close(s);
+	rdps_client_destroy(obs);
+}
+
 /* ---------------------------------------------------------------------- */
 
 #define CAP 4
