@@ -1720,8 +1720,9 @@ static int tcp_progress(struct rdps_tserver *s, int timeout_ms)
 			cret = sconn_read(ts, sc);
 		if (!cret)
 			cret = sconn_flush(ts, sc);
-		/* Frames read before a pause get no new readable event: a
-		 * connection that may take them again is in the ready queue. */
+		/* Frames read before a pause get no new readable event: once
+		 * the connection may take them, sconn_update() queued it in
+		 * ready, which serve_waiting() serves below. */
 		sconn_settle(ts, sc, cret);
 	}
 	if (!ret) {
