@@ -537,7 +537,9 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		.host = ep->host, .port = ep->port, .server_id = s->server_id,
 		.num_servers = s->num_servers, .regions = regions,
 		.num_regions = s->num_tables, .handle = handle, .ctx = s,
-		.secret = cfg->secret,
+		.secret = cfg->secret, .max_connections = cfg->max_connections,
+		.handshake_timeout_ms = cfg->handshake_timeout_ms,
+		.max_reply_buffer = cfg->max_reply_buffer,
 	};
 	ret = s->ops->listen(&lp, &s->ts, err, errlen);
 	if (ret)

@@ -73,6 +73,16 @@ static void server_usage(FILE *f)
 "  --keep-alive           outlive the job: its shutdown request is ignored and the\n"
 "                         next job that attaches to the same tables finds them as the\n"
 "                         last one left them (rdps shutdown still stops the server)\n"
+"  --max-connections N    connections open at once; more are closed at once, counted\n"
+"                         and logged (default: the descriptor limit, ulimit -n, less\n"
+"                         a reserve for files and devices of a quarter of it, at most\n"
+"                         64; at most 65536): accept() does not run out of descriptors\n"
+"  --handshake-timeout SEC   close a connection that has not finished its hello (and\n"
+"                         authentication) within SEC seconds (default 10)\n"
+"  --max-reply-buffer MB  replies queued for clients that read slowly, all together;\n"
+"                         above it a connection with unsent replies takes no new\n"
+"                         request until they drain (default: 1/16 of RAM, within\n"
+"                         64..1024 MB)\n"
 "  --quiet                do not print the stats line on exit\n"
 "  -h, --help             this text\n"
 "\n"
@@ -200,6 +210,9 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "keep-alive", no_argument, NULL, 'A' },
 		{ "job-timeout", required_argument, NULL, 'J' },
 		{ "model_name", required_argument, NULL, 'M' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "max-reply-buffer", required_argument, NULL, 'B' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -325,6 +338,38 @@ int rdps_cmd_server(int argc, char **argv)
 		case 'M':
 			model = optarg;
 			break;
+		case 'C': {
+			unsigned long long n = strtoull(optarg, &end, 10);
+
+			if (*end || !n || n > (1u << 24) || optarg[0] == '-') {
+				fprintf(stderr, "rdps server: --max-connections '%s' is not in 1..%u\n",
+					optarg, 1u << 24);
+				return 2;
+			}
+			cfg.max_connections = (uint32_t)n;
+			break;
+		}
+		case 'H': {
+			double sec = strtod(optarg, &end);
+
+			if (*end || !(sec >= 0.001) || sec > 1e6) {
+				fprintf(stderr, "rdps server: --handshake-timeout '%s' is not a positive number of seconds\n", optarg);
+				return 2;
+			}
+			cfg.handshake_timeout_ms = (int)(sec * 1000);
+			break;
+		}
+		case 'B': {
+			unsigned long long mb = strtoull(optarg, &end, 10);
+
+			if (*end || !mb || mb > (1ull << 24) || optarg[0] == '-') {
+				fprintf(stderr, "rdps server: --max-reply-buffer '%s' is not a number of MB in 1..%llu\n",
+					optarg, 1ull << 24);
+				return 2;
+			}
+			cfg.max_reply_buffer = (size_t)(mb << 20);
+			break;
+		}
 		case 'D':
 			hidden_dim = strtoul(optarg, &end, 10);
 			if (*end || !hidden_dim || hidden_dim > RDPS_MAX_DIM) {

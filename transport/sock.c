@@ -207,25 +207,31 @@ int rdps_sock_recv(int fd, void *buf, size_t len, uint64_t deadline_ns)
 	return 0;
 }
 
-void rdps_sock_peer(int fd, char *buf, size_t len)
+void rdps_sock_addr_str(const struct sockaddr *sa, char *buf, size_t len)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
 	char host[INET6_ADDRSTRLEN] = "?";
 	unsigned port = 0;
 
-	if (!getpeername(fd, (struct sockaddr *)&ss, &sl)) {
-		if (ss.ss_family == AF_INET) {
-			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
 
-			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-			port = ntohs(a->sin_port);
-		} else if (ss.ss_family == AF_INET6) {
-			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		port = ntohs(a->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
 
-			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-			port = ntohs(a->sin6_port);
-		}
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		port = ntohs(a->sin6_port);
 	}
 	snprintf(buf, len, "%s:%u", host, port);
+}
+
+void rdps_sock_peer(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
+	socklen_t sl = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
+		ss.ss_family = AF_UNSPEC;
+	rdps_sock_addr_str((struct sockaddr *)&ss, buf, len);
 }

@@ -30,4 +30,9 @@ int rdps_sock_recv(int fd, void *buf, size_t len, uint64_t deadline_ns);
 /* "host:port" of the peer. */
 void rdps_sock_peer(int fd, char *buf, size_t len);
 
+/* "host:port" of an address (e.g. the one accept() returned); "?:0" for
+ * families other than IPv4 and IPv6. */
+struct sockaddr;
+void rdps_sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+
 #endif

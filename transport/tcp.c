@@ -13,7 +13,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "rdps/common.h"
@@ -26,6 +28,20 @@
 #define TCP_PUSH_RING 4096              /* unacknowledged pushes */
 #define TCP_TX_HIGH (8u << 20)          /* stop reading a conn above this */
 #define TCP_RX_CHUNK (256u << 10)
+/* Before admission only a hello (then an authentication) may come: read
+ * that little at a time, so no peer makes the server buffer more. */
+#define TCP_RX_HANDSHAKE (sizeof(struct rdps_wire_hdr) + sizeof(struct rdps_wire_hello))
+#define TCP_HANDSHAKE_MS 10000          /* default time to be admitted */
+#define TCP_FD_RESERVE 64               /* descriptors the default cap leaves free */
+#define TCP_MAX_CONNS 65536u            /* default cap, at most */
+#define TCP_REPLY_BUF_MIN (64ull << 20) /* default reply budget: RAM / 16 within these */
+#define TCP_REPLY_BUF_MAX (1ull << 30)
+#define TCP_ACCEPT_BATCH 256            /* accepts per event: connections are served in a flood */
+#define TCP_BACKOFF_MIN_MS 50           /* out of descriptors: accept() paused this long, */
+#define TCP_BACKOFF_MAX_MS 1000         /* doubling up to this */
+#define TCP_LOG_EVERY_NS 1000000000ull  /* rate-limited lines: one a second at most */
+#define TCP_KEY_LISTENER 0              /* epoll keys; connections are slot + 1 */
+#define TCP_KEY_TIMER UINT64_MAX
 
 static const struct rdps_transport_ops tcp_ops;
 
@@ -562,6 +578,36 @@ static int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t 
 /* ====================================================================== */
 /* Server                                                                 */
 
+/* Intrusive circular list: the server's queues of connections. */
+struct tcp_link {
+	struct tcp_link *prev, *next;
+};
+
+static void link_init(struct tcp_link *l)
+{
+	l->prev = l->next = l;
+}
+
+static bool link_queued(const struct tcp_link *l)
+{
+	return l->next != l;
+}
+
+static void link_append(struct tcp_link *head, struct tcp_link *l)
+{
+	l->prev = head->prev;
+	l->next = head;
+	head->prev->next = l;
+	head->prev = l;
+}
+
+static void link_remove(struct tcp_link *l)
+{
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	link_init(l);
+}
+
 struct tcp_sconn {
 	int fd;
 	uint32_t slot, gen;
@@ -576,25 +622,59 @@ struct tcp_sconn {
 	bool closing;          /* close once tx is drained */
 	bool reading;          /* EPOLLIN armed */
 	bool writing;          /* EPOLLOUT armed */
+	bool stalled;          /* frames left in rx when it had to stop taking requests */
 	uint32_t client_id, num_clients;
+	uint64_t since_ns;     /* accepted at */
+	uint64_t deadline_ns;  /* to be admitted by (while on the handshakes queue) */
+	bool late_read;        /* read once more at its deadline */
 	uint8_t *rx;           /* frames being received; rx[0] is a frame start */
 	size_t rx_len, rx_cap;
 	uint8_t *tx;           /* replies not yet sent, from tx_off */
 	size_t tx_off, tx_len, tx_cap;
+	size_t tx_counted;     /* tx_len as counted in the server's tx_total */
+	struct tcp_link hs;    /* on the server's handshakes until admitted */
+	struct tcp_link paused; /* on the server's paused: stopped by the reply budget */
+	struct tcp_link ready; /* on the server's ready: needs progress() (see sconn_update) */
+};
+
+/* Events logged at most once a second, with the count of those held back. */
+struct tcp_ratelog {
+	uint64_t last_ns;      /* when the last line was written (0: never) */
+	uint64_t held;         /* events since, not in a line yet */
+	char peer[64];         /* the latest event's peer */
 };
 
 struct tcp_server {
 	struct rdps_tserver base;
 	int lfd, epfd;
+	int tfd;                  /* timerfd in the epoll set: the deadlines below */
+	uint64_t timer_ns;        /* when tfd fires (absolute; 0: disarmed or fired) */
+	bool in_progress;         /* progress() re-arms the timer before it returns */
 	struct rdps_listen_params p;
 	struct rdps_region regions[RDPS_MAX_TABLES];
 	struct tcp_sconn **conns; /* slot -> connection or NULL */
 	uint32_t nslots;
+	uint32_t nconns;          /* open connections */
 	uint32_t next_gen;
 	void *welcome;
 	size_t welcome_len;
 	rdps_tcp_session_closed_fn session_closed;
 	void *session_ctx;
+	/* limits (listen params with the defaults filled in) */
+	uint32_t max_conns;
+	uint64_t handshake_ns;
+	size_t reply_budget;
+	size_t tx_total;          /* reply bytes held in every connection's tx */
+	struct tcp_link handshakes; /* connections not admitted yet, by deadline */
+	struct tcp_link paused;   /* stopped by the reply budget, in the order they stopped */
+	struct tcp_link ready;    /* to be served or closed with no event to come */
+	struct tcp_ratelog cap_log; /* connections refused over the cap */
+	/* accept() out of descriptors: the listener leaves the epoll set */
+	bool listening;           /* lfd is in the epoll set */
+	uint64_t accept_retry_ns; /* when not: when it returns */
+	uint32_t backoff_ms;
+	uint64_t starved_ns;      /* start of the shortage (0: none) */
+	uint64_t starved_accepts; /* connections accepted during it */
 };
 
 static inline struct tcp_server *to_tcp_server(struct rdps_tserver *s)
@@ -620,6 +700,93 @@ static int sconn_arm(struct tcp_server *ts, struct tcp_sconn *sc, bool rd, bool 
 	return epoll_ctl(ts->epfd, EPOLL_CTL_MOD, sc->fd, &ev) ? -errno : 0;
 }
 
+/* Keeps ts->tx_total, the reply bytes held for all connections, in step
+ * with sc's buffer (sent bytes count until the buffer empties: they hold
+ * memory as long). */
+static void tx_sync(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	ts->tx_total = ts->tx_total - sc->tx_counted + sc->tx_len;
+	sc->tx_counted = sc->tx_len;
+}
+
+static bool over_budget(const struct tcp_server *ts)
+{
+	return ts->tx_total >= ts->reply_budget;
+}
+
+/* Whether sc may take another request now: not closing, under the
+ * per-connection mark, and while all connections together hold more than
+ * the reply budget, only if none of its replies waits for its client to
+ * read (a slow reader stops; a client that reads goes on, so none starves). */
+static bool sconn_may_take(const struct tcp_server *ts, const struct tcp_sconn *sc)
+{
+	size_t unsent = sc->tx_len - sc->tx_off;
+
+	return !sc->closing && unsent < TCP_TX_HIGH && (!unsent || !over_budget(ts));
+}
+
+/*
+ * Sets the timer (in the epoll set, so a caller polling the epoll
+ * descriptor wakes too) to the next deadline: the listener's return after
+ * a descriptor shortage, the oldest handshake's timeout, a held log line;
+ * or at once when connections wait in the ready queue, or in the paused
+ * one with the budget free again (only progress() may serve them).
+ */
+static void tcp_timer_arm(struct tcp_server *ts)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	uint64_t next = UINT64_MAX;
+
+	if (!ts->listening)
+		next = ts->accept_retry_ns;
+	if (link_queued(&ts->handshakes)) {
+		struct tcp_sconn *sc = container_of(ts->handshakes.next, struct tcp_sconn, hs);
+
+		if (sc->deadline_ns < next)
+			next = sc->deadline_ns;
+	}
+	if (ts->cap_log.held && ts->cap_log.last_ns + TCP_LOG_EVERY_NS < next)
+		next = ts->cap_log.last_ns + TCP_LOG_EVERY_NS;
+	if (link_queued(&ts->ready) || (link_queued(&ts->paused) && !over_budget(ts)))
+		next = 1; /* an absolute time long past: fires at once */
+	if (next == UINT64_MAX)
+		next = 0; /* disarmed */
+	if (next == ts->timer_ns)
+		return;
+	ts->timer_ns = next;
+	its.it_value.tv_sec = (time_t)(next / 1000000000ull);
+	its.it_value.tv_nsec = (long)(next % 1000000000ull);
+	if (timerfd_settime(ts->tfd, TFD_TIMER_ABSTIME, &its, NULL))
+		ts->timer_ns = 0; /* cannot fail on a valid timerfd; progress() polls anyway */
+}
+
+/*
+ * Arms sc's events for its state and files it in the server's queues:
+ * "paused" while the reply budget alone stops it; "ready" when it may take
+ * requests it has already read, or is to be closed, and no event will come
+ * for that (progress() serves the ready queue before it returns).
+ */
+static int sconn_update(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	size_t unsent = sc->tx_len - sc->tx_off;
+	bool take, by_budget;
+	int ret;
+
+	tx_sync(ts, sc);
+	take = sconn_may_take(ts, sc);
+	by_budget = !take && !sc->closing && unsent < TCP_TX_HIGH;
+	if (by_budget && !link_queued(&sc->paused))
+		link_append(&ts->paused, &sc->paused);
+	else if (!by_budget && link_queued(&sc->paused))
+		link_remove(&sc->paused);
+	if (((take && sc->stalled) || (sc->closing && !unsent)) && !link_queued(&sc->ready))
+		link_append(&ts->ready, &sc->ready);
+	ret = sconn_arm(ts, sc, take, unsent > 0);
+	if (!ts->in_progress)
+		tcp_timer_arm(ts); /* e.g. a deferred reply: progress() must run */
+	return ret;
+}
+
 static void sconn_close(struct tcp_server *ts, struct tcp_sconn *sc)
 {
 	if (sc->hello) {
@@ -636,9 +803,16 @@ static void sconn_close(struct tcp_server *ts, struct tcp_sconn *sc)
 	epoll_ctl(ts->epfd, EPOLL_CTL_DEL, sc->fd, NULL);
 	close(sc->fd);
 	ts->conns[sc->slot] = NULL;
+	ts->nconns--;
+	ts->tx_total -= sc->tx_counted;
+	link_remove(&sc->hs);
+	link_remove(&sc->paused);
+	link_remove(&sc->ready);
 	free(sc->rx);
 	free(sc->tx);
 	free(sc);
+	if (!ts->in_progress)
+		tcp_timer_arm(ts); /* the budget it held may resume others */
 }
 
 /* Appends a frame, returns a pointer to its payload (len bytes), or NULL. */
@@ -687,8 +861,15 @@ static int sconn_flush(struct tcp_server *ts, struct tcp_sconn *sc)
 	}
 	if (sc->tx_off == sc->tx_len)
 		sc->tx_off = sc->tx_len = 0;
-	return sconn_arm(ts, sc, !sc->closing && sc->tx_len - sc->tx_off < TCP_TX_HIGH,
-			 sc->tx_len > sc->tx_off);
+	return sconn_update(ts, sc);
+}
+
+/* Closes sc after a fatal error, or once a closing connection's replies
+ * are out. */
+static void sconn_settle(struct tcp_server *ts, struct tcp_sconn *sc, int ret)
+{
+	if (ret || (sc->closing && sc->tx_len == sc->tx_off))
+		sconn_close(ts, sc);
 }
 
 static void count_error(struct tcp_server *ts, int type)
@@ -944,17 +1125,49 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 	return tx_frame(sc, h->type | RDPS_WIRE_REPLY, 0, 0) ? 0 : -ENOMEM;
 }
 
+/* Before admission only the handshake's frames, of their exact sizes, may
+ * come: anything else is refused on its header, its payload never read. */
+static bool handshake_frame(const struct rdps_wire_hdr *h)
+{
+	return (h->type == RDPS_REQ_HELLO && h->len == sizeof(struct rdps_wire_hello)) ||
+	       (h->type == RDPS_WIRE_AUTH && h->len == RDPS_MAC_LEN);
+}
+
+/* After a handshake frame: an admitted connection has no deadline any more.
+ * A hello read only after its deadline came in time (else the connection
+ * would be closed) but waited for a busy server (e.g. writing a checkpoint):
+ * its authentication gets a full timeout of its own, once. */
+static void handshake_step(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	uint64_t now;
+
+	if (sc->hello) {
+		link_remove(&sc->hs);
+		return;
+	}
+	if (!sc->awaiting_auth || (now = rdps_now_ns()) < sc->deadline_ns)
+		return;
+	sc->deadline_ns = now + ts->handshake_ns;
+	link_remove(&sc->hs);
+	link_append(&ts->handshakes, &sc->hs); /* the latest deadline: the queue stays sorted */
+}
+
 /* Parses complete frames from rx. Returns -errno to close the conn. */
 static int sconn_process(struct tcp_server *ts, struct tcp_sconn *sc)
 {
 	size_t off = 0;
 	int ret = 0;
 
-	while (sc->rx_len - off >= sizeof(struct rdps_wire_hdr) &&
-	       sc->tx_len - sc->tx_off < TCP_TX_HIGH && !sc->closing) {
+	sc->stalled = false;
+	while (sc->rx_len - off >= sizeof(struct rdps_wire_hdr)) {
 		struct rdps_wire_hdr h;
 		char why[256];
 
+		if (!sconn_may_take(ts, sc)) {
+			/* No readable event will come for these bytes. */
+			sc->stalled = !sc->closing;
+			break;
+		}
 		memcpy(&h, sc->rx + off, sizeof(h));
 		ret = rdps_wire_check_hdr(&h, why, sizeof(why));
 		if (ret) {
@@ -966,6 +1179,17 @@ static int sconn_process(struct tcp_server *ts, struct tcp_sconn *sc)
 				tx_error(sc, h.type, ret, why);
 			sc->closing = true;
 			ret = 0;
+			break;
+		}
+		if (!sc->hello && !handshake_frame(&h)) {
+			rdps_warn("server %u: client %s: a frame of type %u (%s) announcing %u bytes "
+				  "before the handshake completed (only a %zu-byte hello, then a "
+				  "%d-byte authentication, may come first); closing the connection",
+				  ts->p.server_id, sc->peer, h.type,
+				  h.type == RDPS_WIRE_AUTH ? "authentication" : rdps_req_name(h.type),
+				  h.len, sizeof(struct rdps_wire_hello), RDPS_MAC_LEN);
+			stat_bad_frame(ts);
+			sc->closing = true;
 			break;
 		}
 		if (sc->rx_len - off < sizeof(h) + h.len) {
@@ -982,6 +1206,9 @@ static int sconn_process(struct tcp_server *ts, struct tcp_sconn *sc)
 			off = 0;
 		}
 		ret = handle_frame(ts, sc, &h, sc->rx + off + sizeof(h));
+		tx_sync(ts, sc);
+		if (link_queued(&sc->hs))
+			handshake_step(ts, sc);
 		if (ret)
 			break;
 		off += sizeof(h) + h.len;
@@ -996,12 +1223,15 @@ static int sconn_process(struct tcp_server *ts, struct tcp_sconn *sc)
 static int sconn_read(struct tcp_server *ts, struct tcp_sconn *sc)
 {
 	for (int rounds = 0; rounds < 16; rounds++) {
+		/* Before admission, no more than the handshake needs. */
+		size_t chunk = sc->hello ? TCP_RX_CHUNK : TCP_RX_HANDSHAKE;
 		ssize_t n;
 		int ret;
 
-		if (rdps_reserve((void **)&sc->rx, &sc->rx_cap, sc->rx_len + TCP_RX_CHUNK))
+		if (rdps_reserve((void **)&sc->rx, &sc->rx_cap, sc->rx_len + chunk))
 			return -ENOMEM;
-		n = recv(sc->fd, sc->rx + sc->rx_len, sc->rx_cap - sc->rx_len, MSG_DONTWAIT);
+		n = recv(sc->fd, sc->rx + sc->rx_len, sc->hello ? sc->rx_cap - sc->rx_len : chunk,
+			 MSG_DONTWAIT);
 		if (n == 0) {
 			if (sc->rx_len)
 				rdps_warn("server %u: client %s disconnected mid-frame (%zu bytes of a frame received)",
@@ -1024,30 +1254,126 @@ static int sconn_read(struct tcp_server *ts, struct tcp_sconn *sc)
 		ret = sconn_process(ts, sc);
 		if (ret)
 			return ret;
-		if (sc->closing || sc->tx_len - sc->tx_off >= TCP_TX_HIGH)
+		if (!sconn_may_take(ts, sc))
 			return 0;
 	}
 	return 0;
 }
 
+/* One line a second at most for connections refused over the cap. */
+static void cap_log_write(struct tcp_server *ts, uint64_t now)
+{
+	rdps_warn("server %u: refused %llu connection(s) at the cap of %u open connections "
+		  "(--max-connections), the latest from %s",
+		  ts->p.server_id, (unsigned long long)ts->cap_log.held, ts->max_conns,
+		  ts->cap_log.peer);
+	ts->cap_log.held = 0;
+	ts->cap_log.last_ns = now;
+}
+
+static void refuse_over_cap(struct tcp_server *ts, const struct sockaddr_storage *ss)
+{
+	uint64_t now = rdps_now_ns();
+
+	if (ts->base.stats)
+		ts->base.stats->conns_refused++;
+	ts->cap_log.held++;
+	rdps_sock_addr_str((const struct sockaddr *)ss, ts->cap_log.peer, sizeof(ts->cap_log.peer));
+	if (!ts->cap_log.last_ns || now - ts->cap_log.last_ns >= TCP_LOG_EVERY_NS)
+		cap_log_write(ts, now);
+}
+
+/* accept() is out of descriptors (or memory): rather than spin on a
+ * listener that stays readable, leave it out of the epoll set for a while,
+ * 50 ms doubling to 1 s, and serve the connections open meanwhile. One
+ * line per shortage. */
+static void accept_pause(struct tcp_server *ts, int err)
+{
+	uint64_t now = rdps_now_ns();
+
+	if (ts->listening && !epoll_ctl(ts->epfd, EPOLL_CTL_DEL, ts->lfd, NULL))
+		ts->listening = false;
+	if (!ts->starved_ns) {
+		struct rlimit rl;
+		char lim[32] = "?";
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl))
+			snprintf(lim, sizeof(lim), rl.rlim_cur == RLIM_INFINITY ? "unlimited" : "%llu",
+				 (unsigned long long)rl.rlim_cur);
+		rdps_warn("server %u: cannot accept connections: %s, with %u connection(s) open "
+			  "and RLIMIT_NOFILE %s; retrying every %d..%d ms, serving the open ones "
+			  "(raise ulimit -n or lower --max-connections)",
+			  ts->p.server_id, strerror(err), ts->nconns, lim, TCP_BACKOFF_MIN_MS,
+			  TCP_BACKOFF_MAX_MS);
+		ts->starved_ns = now;
+		ts->starved_accepts = 0;
+		ts->backoff_ms = TCP_BACKOFF_MIN_MS;
+	} else if (ts->backoff_ms < TCP_BACKOFF_MAX_MS) {
+		ts->backoff_ms = ts->backoff_ms * 2 < TCP_BACKOFF_MAX_MS ? ts->backoff_ms * 2
+									 : TCP_BACKOFF_MAX_MS;
+	}
+	ts->accept_retry_ns = now + (uint64_t)ts->backoff_ms * 1000000ull;
+}
+
+/* The backlog is empty: a shortage, if any, is over. */
+static void accept_drained(struct tcp_server *ts)
+{
+	if (!ts->starved_ns)
+		return;
+	rdps_info("server %u: accepting connections again after %.1f s short of descriptors "
+		  "(%llu accepted meanwhile, %u open)", ts->p.server_id,
+		  (rdps_now_ns() - ts->starved_ns) / 1e9,
+		  (unsigned long long)ts->starved_accepts, ts->nconns);
+	ts->starved_ns = 0;
+}
+
 static int tcp_accept(struct tcp_server *ts)
 {
-	for (;;) {
+	for (int batch = 0; batch < TCP_ACCEPT_BATCH; batch++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
 		struct tcp_sconn *sc;
 		struct epoll_event ev;
 		int fd, one = 1;
 		uint32_t slot;
 
-		fd = accept4(ts->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(ts->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EAGAIN || errno == EINTR)
+			switch (errno) {
+			case EAGAIN:
+				accept_drained(ts);
 				return 0;
-			if (errno == EMFILE || errno == ENFILE) {
-				rdps_warn("server %u: cannot accept: %s", ts->p.server_id,
-					  strerror(errno));
+			case EMFILE:
+			case ENFILE:
+			case ENOBUFS:
+			case ENOMEM:
+				accept_pause(ts, errno);
 				return 0;
+			case EINTR:
+			case ECONNABORTED:
+			/* Errors of the connection, not the listener (accept(2)). */
+			case EPERM:
+			case EPROTO:
+			case ENOPROTOOPT:
+			case ENETDOWN:
+			case ENETUNREACH:
+			case EHOSTDOWN:
+			case EHOSTUNREACH:
+			case ENONET:
+			case EOPNOTSUPP:
+				continue;
+			default:
+				return -errno;
 			}
-			return -errno;
+		}
+		if (ts->starved_ns) {
+			ts->starved_accepts++;
+			ts->backoff_ms = TCP_BACKOFF_MIN_MS; /* descriptors are coming back */
+		}
+		if (ts->nconns >= ts->max_conns) {
+			close(fd);
+			refuse_over_cap(ts, &ss);
+			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		{
@@ -1083,7 +1409,12 @@ static int tcp_accept(struct tcp_server *ts)
 		sc->slot = slot;
 		sc->gen = ++ts->next_gen;
 		sc->reading = true;
-		rdps_sock_peer(fd, sc->peer, sizeof(sc->peer));
+		sc->since_ns = rdps_now_ns();
+		sc->deadline_ns = sc->since_ns + ts->handshake_ns;
+		link_init(&sc->hs);
+		link_init(&sc->paused);
+		link_init(&sc->ready);
+		rdps_sock_addr_str((struct sockaddr *)&ss, sc->peer, sizeof(sc->peer));
 		ev.events = EPOLLIN;
 		ev.data.u64 = (uint64_t)slot + 1;
 		if (epoll_ctl(ts->epfd, EPOLL_CTL_ADD, fd, &ev)) {
@@ -1092,27 +1423,155 @@ static int tcp_accept(struct tcp_server *ts)
 			return -errno;
 		}
 		ts->conns[slot] = sc;
+		ts->nconns++;
+		link_append(&ts->handshakes, &sc->hs);
 		if (ts->base.stats)
 			ts->base.stats->connections++;
 		rdps_dbg("server %u: connection from %s", ts->p.server_id, sc->peer);
 	}
+	return 0; /* more may wait: the listener stays readable */
+}
+
+/* Connections that did not finish their handshake in time. */
+static void expire_handshakes(struct tcp_server *ts, uint64_t now)
+{
+	while (link_queued(&ts->handshakes)) {
+		struct tcp_sconn *sc = container_of(ts->handshakes.next, struct tcp_sconn, hs);
+
+		if (now < sc->deadline_ns)
+			break;
+		if (!sc->late_read && !sc->closing) {
+			int ret;
+
+			/* Bytes that came in time but wait behind other events
+			 * (or a busy server) count: read them first, once. */
+			sc->late_read = true;
+			ret = sconn_read(ts, sc);
+			if (!ret)
+				ret = sconn_flush(ts, sc);
+			sconn_settle(ts, sc, ret);
+			continue; /* admitted, given time to authenticate, or due still */
+		}
+		rdps_warn("server %u: client %s: no handshake after %.1f s (%s; the limit is "
+			  "%.1f s, --handshake-timeout); closing the connection",
+			  ts->p.server_id, sc->peer, (now - sc->since_ns) / 1e9,
+			  sc->closing ? "refused, its reply not read" :
+			  sc->awaiting_auth ? "challenged, no authentication came" :
+			  sc->rx_len ? "part of a hello received" : "nothing received",
+			  ts->handshake_ns / 1e9);
+		if (ts->base.stats)
+			ts->base.stats->handshake_timeouts++;
+		sconn_close(ts, sc);
+	}
+}
+
+static void tcp_timers(struct tcp_server *ts)
+{
+	uint64_t now = rdps_now_ns();
+
+	if (!ts->listening && now >= ts->accept_retry_ns) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TCP_KEY_LISTENER };
+
+		if (!epoll_ctl(ts->epfd, EPOLL_CTL_ADD, ts->lfd, &ev))
+			ts->listening = true;
+		else
+			ts->accept_retry_ns = now + (uint64_t)ts->backoff_ms * 1000000ull;
+	}
+	expire_handshakes(ts, now);
+	if (ts->cap_log.held && now - ts->cap_log.last_ns >= TCP_LOG_EVERY_NS)
+		cap_log_write(ts, now);
+}
+
+/* Serves frames sc read before it had to stop taking requests. */
+static int sconn_resume(struct tcp_server *ts, struct tcp_sconn *sc)
+{
+	int ret = 0;
+
+	while (!ret && sc->stalled && sconn_may_take(ts, sc)) {
+		ret = sconn_process(ts, sc);
+		if (!ret)
+			ret = sconn_flush(ts, sc);
+	}
+	return ret;
+}
+
+/*
+ * What no event will announce: connections the reply budget stopped,
+ * resumed in the order they stopped while the budget lasts (one that
+ * stops again goes to the back), and the ready queue (frames read before a
+ * pause at TCP_TX_HIGH, connections to close).
+ */
+static void serve_waiting(struct tcp_server *ts)
+{
+	while (!over_budget(ts) && link_queued(&ts->paused)) {
+		struct tcp_sconn *sc = container_of(ts->paused.next, struct tcp_sconn, paused);
+		int ret;
+
+		link_remove(&sc->paused);
+		ret = sconn_update(ts, sc); /* reads again */
+		if (!ret)
+			ret = sconn_resume(ts, sc);
+		sconn_settle(ts, sc, ret);
+	}
+	while (link_queued(&ts->ready)) {
+		struct tcp_sconn *sc = container_of(ts->ready.next, struct tcp_sconn, ready);
+
+		link_remove(&sc->ready);
+		sconn_settle(ts, sc, sconn_resume(ts, sc));
+	}
+}
+
+/* The defaults of struct rdps_listen_params' limits. */
+static uint32_t default_max_conns(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return TCP_MAX_CONNS;
+	/* Leave descriptors for checkpoint files, RDMA devices, the epoll and
+	 * timer: a quarter of the limit, at most TCP_FD_RESERVE. */
+	n = rl.rlim_cur - (rl.rlim_cur / 4 < TCP_FD_RESERVE ? rl.rlim_cur / 4 : TCP_FD_RESERVE);
+	if (n < 1)
+		n = 1;
+	return n < TCP_MAX_CONNS ? (uint32_t)n : TCP_MAX_CONNS;
+}
+
+static size_t default_reply_budget(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t b = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 16 : 0;
+
+	if (b < TCP_REPLY_BUF_MIN)
+		b = TCP_REPLY_BUF_MIN;
+	if (b > TCP_REPLY_BUF_MAX)
+		b = TCP_REPLY_BUF_MAX;
+	return (size_t)b;
 }
 
 static int listen_common(const struct rdps_listen_params *p, struct rdps_tserver **out,
 			 char *err, size_t errlen, bool exposed)
 {
 	struct tcp_server *ts;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TCP_KEY_LISTENER };
+	struct epoll_event tev = { .events = EPOLLIN, .data.u64 = TCP_KEY_TIMER };
 	int ret;
 
 	*out = NULL;
-	if (p->num_regions > RDPS_MAX_TABLES || !p->handle)
+	if (p->num_regions > RDPS_MAX_TABLES || !p->handle || p->handshake_timeout_ms < 0)
 		return -EINVAL;
 	ts = calloc(1, sizeof(*ts));
 	if (!ts)
 		return -ENOMEM;
 	ts->base.ops = &tcp_ops;
 	ts->p = *p;
+	ts->max_conns = p->max_connections ? p->max_connections : default_max_conns();
+	ts->handshake_ns = (uint64_t)(p->handshake_timeout_ms ? p->handshake_timeout_ms
+							   : TCP_HANDSHAKE_MS) * 1000000ull;
+	ts->reply_budget = p->max_reply_buffer ? p->max_reply_buffer : default_reply_budget();
+	link_init(&ts->handshakes);
+	link_init(&ts->paused);
+	link_init(&ts->ready);
 	memcpy(ts->regions, p->regions, p->num_regions * sizeof(*p->regions));
 	ts->p.regions = ts->regions;
 	for (uint32_t i = 0; !exposed && i < p->num_regions; i++) {
@@ -1139,9 +1598,24 @@ static int listen_common(const struct rdps_listen_params *p, struct rdps_tserver
 		ret = -errno;
 		goto err_close_epoll;
 	}
+	ts->listening = true;
+	ts->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (ts->tfd < 0) {
+		ret = -errno;
+		goto err_close_epoll;
+	}
+	if (epoll_ctl(ts->epfd, EPOLL_CTL_ADD, ts->tfd, &tev)) {
+		ret = -errno;
+		goto err_close_timer;
+	}
+	rdps_dbg("server %u: at most %u connections, %.1f s to finish a handshake, %zu MiB of "
+		 "queued replies", p->server_id, ts->max_conns, ts->handshake_ns / 1e9,
+		 ts->reply_budget >> 20);
 	*out = &ts->base;
 	return 0;
 
+err_close_timer:
+	close(ts->tfd);
 err_close_epoll:
 	close(ts->epfd);
 err_close_listener:
@@ -1221,45 +1695,49 @@ static int tcp_progress(struct rdps_tserver *s, int timeout_ms)
 {
 	struct tcp_server *ts = to_tcp_server(s);
 	struct epoll_event evs[64];
-	int n, ret;
+	int n, ret = 0;
 
 	n = epoll_wait(ts->epfd, evs, 64, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
-	for (int i = 0; i < n; i++) {
+	ts->in_progress = true;
+	for (int i = 0; i < n && !ret; i++) {
 		struct tcp_sconn *sc;
 		uint64_t key = evs[i].data.u64;
+		int cret = 0;
 
-		if (key == 0) {
+		if (key == TCP_KEY_LISTENER) {
 			ret = tcp_accept(ts);
-			if (ret)
-				return ret;
+			continue;
+		}
+		if (key == TCP_KEY_TIMER) {
+			uint64_t ticks;
+
+			/* The deadlines are checked below whatever woke us. */
+			if (read(ts->tfd, &ticks, sizeof(ticks)) < 0)
+				ticks = 0;
+			ts->timer_ns = 0;
 			continue;
 		}
 		sc = key - 1 < ts->nslots ? ts->conns[key - 1] : NULL;
 		if (!sc)
 			continue;
-		ret = 0;
 		if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !sc->closing)
-			ret = sconn_read(ts, sc);
-		if (!ret)
-			ret = sconn_flush(ts, sc);
-		/* Frames read before a pause at TCP_TX_HIGH get no new readable
-		 * event: serve them whenever the flush takes tx under the mark. */
-		while (!ret && sc->rx_len && !sc->closing &&
-		       sc->tx_len - sc->tx_off < TCP_TX_HIGH) {
-			size_t before = sc->rx_len;
-
-			ret = sconn_process(ts, sc);
-			if (!ret)
-				ret = sconn_flush(ts, sc);
-			if (sc->rx_len == before)
-				break; /* only part of a frame: its bytes will raise an event */
-		}
-		if (ret || (sc->closing && sc->tx_len == sc->tx_off))
-			sconn_close(ts, sc);
+			cret = sconn_read(ts, sc);
+		if (!cret)
+			cret = sconn_flush(ts, sc);
+		/* Frames read before a pause get no new readable event: once
+		 * the connection may take them, sconn_update() queued it in
+		 * ready, which serve_waiting() serves below. */
+		sconn_settle(ts, sc, cret);
 	}
-	return n;
+	if (!ret) {
+		tcp_timers(ts);
+		serve_waiting(ts);
+	}
+	ts->in_progress = false;
+	tcp_timer_arm(ts);
+	return ret ? ret : n;
 }
 
 static int tcp_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
@@ -1290,8 +1768,10 @@ static int tcp_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int 
 	 * connection: never close here, let progress() do it. */
 	if (!ret)
 		ret = sconn_flush(ts, sc);
-	if (ret)
+	if (ret) {
 		sc->closing = true;
+		sconn_update(ts, sc); /* queued for progress() to close */
+	}
 	return ret;
 }
 
@@ -1303,6 +1783,7 @@ static void tcp_destroy(struct rdps_tserver *s, int timeout_ms)
 	if (!s)
 		return;
 	ts = to_tcp_server(s);
+	ts->in_progress = true; /* no timer to arm any more */
 	deadline = deadline_after(timeout_ms);
 	/* Let queued replies (e.g. the shutdown acknowledgement) go out. */
 	for (;;) {
@@ -1326,6 +1807,7 @@ static void tcp_destroy(struct rdps_tserver *s, int timeout_ms)
 		if (ts->conns[i])
 			sconn_close(ts, ts->conns[i]);
 	free(ts->conns);
+	close(ts->tfd);
 	close(ts->epfd);
 	close(ts->lfd);
 	free(ts->welcome);

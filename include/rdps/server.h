@@ -51,6 +51,10 @@ struct rdps_server_config {
 					     * request is ignored (an observer's,
 					     * e.g. rdps shutdown, still stops it) */
 	float eps;                          /* Adagrad epsilon, 0: 1e-10 */
+	/* Transport limits, passed to struct rdps_listen_params (0: default). */
+	uint32_t max_connections;           /* open connections at once */
+	int handshake_timeout_ms;           /* to finish the hello/authentication */
+	size_t max_reply_buffer;            /* bytes of replies queued for all clients */
 };
 
 struct rdps_server; /* opaque */

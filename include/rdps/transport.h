@@ -192,6 +192,13 @@ struct rdps_listen_params {
 	rdps_request_handler handle;
 	void *ctx;
 	const struct rdps_secret *secret;  /* clients must prove it; NULL: none */
+	/* Limits against hostile or overloaded peers (stream backends; 0: the
+	 * default, as rdps server --help states). */
+	uint32_t max_connections;          /* open at once; more are closed at once */
+	int handshake_timeout_ms;          /* to be admitted (hello, authentication) */
+	size_t max_reply_buffer;           /* reply bytes held for all connections:
+					    * above it, connections with unsent
+					    * replies take no new requests */
 };
 
 struct rdps_tserver {

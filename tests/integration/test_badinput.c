@@ -283,7 +283,7 @@ Test(badinput, request_before_hello_closes)
 	pull_raw(s, 0, 1);
 	expect_closed(s);
 	close(s);
-	expect_log("before the hello");
+	expect_log("before the handshake completed");
 	expect_still_serving();
 }
 
