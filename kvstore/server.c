@@ -659,6 +659,12 @@ void rdps_server_print_stats(const struct rdps_server_stats *st, uint32_t server
 		(unsigned long long)errors, (unsigned long long)st->bad_frames,
 		st->bytes_in / 1e6, st->bytes_out / 1e6,
 		(unsigned long long)st->connections);
+	if (st->conns_refused || st->handshake_timeouts || st->auth_failures)
+		fprintf(f, "server %u: connections refused %llu (over the cap or out of descriptors), "
+			"handshakes timed out %llu, authentication failures %llu\n", server_id,
+			(unsigned long long)st->conns_refused,
+			(unsigned long long)st->handshake_timeouts,
+			(unsigned long long)st->auth_failures);
 	/* RDMA backends: the shared receive pool (all posted when idle). */
 	if (st->recv_slots)
 		fprintf(f, "server %u: RDMA sessions %llu; receive buffers posted %llu of %llu\n",
