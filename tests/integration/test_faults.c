@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // ctest-labels: faults
+// needs-rdps-tool
 /*
  * Load and faults: 8 clients push and pull for a fixed time against 2
  * servers; the test checkpoints the servers, kills one with SIGKILL and
@@ -56,51 +57,40 @@ static struct shared *sh;
 static char *dir, *ckdir;
 static struct rdps_ipconfig ipc;
 static volatile sig_atomic_t child_stop;
-static struct rdps_server *child_srv;
 static char transport[16] = "tcp";
 
-static void on_term(int sig)
-{
-	(void)sig;
-	if (child_srv)
-		rdps_server_stop(child_srv);
-}
-
-/* Starts server id in a child process, its log appended to log (NULL: the
- * test's stderr). */
+/*
+ * A server process: `rdps server`, exec'd. Over verbs a process that forks
+ * after it used RDMA shares its device contexts with the child (librdmacm
+ * caches them), so servers are never plain forks of a test that connected.
+ */
 static pid_t start_server_log(uint32_t id, bool resume, const char *log)
 {
-	pid_t pid = fork();
+	char *ipc_path, table[64], sid[16], text[RDPS_HOST_MAX + 32] = "", *out;
+	char *argv[] = { RDPS_BIN, "server", "--ip_config", NULL, "--server_id", sid,
+			 "--transport", transport, "--table", table, "--optimizer", "sgd",
+			 "--lr", "1", "--init", "zeros", "--quiet", "--checkpoint-dir", ckdir,
+			 resume ? "--resume" : NULL, resume ? ckdir : NULL, NULL };
+	pid_t pid;
 
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
-		if (log) {
-			int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-			if (fd < 0 || dup2(fd, 2) < 0)
-				_exit(3);
-			close(fd);
-		}
-		struct rdps_server_config cfg = { .transport = transport, .ipc = &ipc, .server_id = id,
-						  .num_tables = 1, .checkpoint_dir = ckdir,
-						  .resume = resume };
-		char err[512];
-
-		cfg.tables[0] = (struct rdps_server_table_config){ .name = "entity",
-			.num_rows = ROWS, .dim = DIM, .init = RDPS_INIT_ZEROS,
-			.optimizer = RDPS_OPT_SGD, .lr = 1.0f };
-		signal(SIGTERM, on_term);
-		if (rdps_server_create(&cfg, &child_srv, err, sizeof(err))) {
-			fprintf(stderr, "server %u: %s\n", id, err);
-			_exit(1);
-		}
-		rdps_server_run(child_srv);
-		rdps_server_destroy(child_srv);
-		_exit(0);
+	/* One line per server, in order: the ip_config the test parsed. */
+	for (uint32_t s = 0; s < ipc.num_servers; s++)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s %u 1\n",
+			 ipc.servers[s].host, ipc.servers[s].port);
+	ipc_path = rdps_test_write(dir, "ip_config.txt", text);
+	argv[3] = ipc_path;
+	snprintf(table, sizeof(table), "entity:%d:%d", ROWS, DIM);
+	snprintf(sid, sizeof(sid), "%u", id);
+	if (log) {
+		out = strdup(log);
+	} else {
+		cr_assert(asprintf(&out, "%s/server%u.log", dir, id) > 0);
 	}
+	pid = rdps_test_spawn(argv, out);
 	cr_assert_eq(rdps_test_wait_port(ipc.servers[id].host, ipc.servers[id].port, 20000), 0,
-		     "server %u did not start", id);
+		     "server %u did not start (log %s)", id, out);
+	free(out);
+	free(ipc_path);
 	return pid;
 }
 
