@@ -969,32 +969,6 @@ static int start_standalone_server(struct job *j)
 	return ret;
 }
 
-/* True if dir_a/name and dir_b/name hold the same bytes. */
-static bool same_file(const char *dir_a, const char *dir_b, const char *name)
-{
-	char pa[4096], pb[4096], ba[65536], bb[65536];
-	FILE *fa, *fb;
-	bool same = true;
-
-	snprintf(pa, sizeof(pa), "%s/%s", dir_a, name);
-	snprintf(pb, sizeof(pb), "%s/%s", dir_b, name);
-	fa = fopen(pa, "rb");
-	fb = fopen(pb, "rb");
-	while (fa && fb && same) {
-		size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
-
-		same = na == nb && !memcmp(ba, bb, na);
-		if (!na || !nb)
-			break;
-	}
-	same = same && fa && fb;
-	if (fa)
-		fclose(fa);
-	if (fb)
-		fclose(fb);
-	return same;
-}
-
 /* With eval_per_relation: the result's relation names (one block: the
  * pointer array, then the strings) and its per-relation arrays. */
 static int alloc_relation_results(struct job *j, const struct rdps_dataset *ds, char *err,
@@ -1099,26 +1073,19 @@ static int load_data(struct job *j, char *err, size_t errlen)
 		const struct rdps_partition_info *pi = rdps_partition_get_info(p);
 		uint32_t part = o->rank % pi->k;
 
-		bool same_splits = true;
-
-		for (int s = 0; s < RDPS_SPLIT_COUNT; s++) {
-			char fp[4096];
-			struct stat sst;
-
-			snprintf(fp, sizeof(fp), "%s/%s.txt", o->data_dir,
-				 rdps_dataset_split_name((enum rdps_split)s));
-			same_splits &= !stat(fp, &sst) && (uint64_t)sst.st_size == pi->dataset_bytes[s];
-		}
-		if (pi->num_entities != j->num_entities || pi->num_relations != j->num_relations ||
-		    !same_splits || !same_file(o->data_dir, o->partition_dir, "entities.dict")) {
+		/* A damaged or edited dataset is named here, file and line, before
+		 * its relabeled ids are trusted. */
+		ret = rdps_partition_check_dataset(p, o->data_dir, err, errlen);
+		if (ret)
+			goto out;
+		if (pi->num_entities != j->num_entities || pi->num_relations != j->num_relations) {
 			snprintf(err, errlen,
-				 "%s is a partition of another dataset ('%s': %llu entities, %llu relations; "
-				 "its entities.dict or split sizes differ from those of %s, which has "
-				 "%llu entities and %u relations)",
-				 o->partition_dir, pi->dataset_name,
-				 (unsigned long long)pi->num_entities,
+				 "%s/partition.json has %llu entities and %llu relations, but %s has "
+				 "%llu and %u (the dict copies in %s do not match its partition.json)",
+				 o->partition_dir, (unsigned long long)pi->num_entities,
 				 (unsigned long long)pi->num_relations, o->data_dir,
-				 (unsigned long long)j->num_entities, j->num_relations);
+				 (unsigned long long)j->num_entities, j->num_relations,
+				 o->partition_dir);
 			ret = -EINVAL;
 			goto out;
 		}
