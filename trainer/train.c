@@ -1067,6 +1067,7 @@ static void start_barrier_failed(struct worker *w, int ret)
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	const char *why = rdps_client_errmsg(w->c), *left = strstr(why, "client ");
+	double secs = peer_timeout_ms(o) / 1000.0;
 	unsigned int client;
 	char others[64];
 	size_t len;
@@ -1076,11 +1077,10 @@ static void start_barrier_failed(struct worker *w, int ret)
 		 * came cannot tell each other apart from the missing: name the
 		 * candidates. */
 		if (o->num_trainers == 2) {
-			job_fail(j, ret,
-				 "the start barrier timed out after %g s (--timeout): trainer %u of the "
-				 "job's 2 did not arrive (not started, still loading its data, or unable "
-				 "to reach server 0: see its log)", peer_timeout_ms(o) / 1000.0,
-				 1 - o->rank);
+			job_fail(j, ret, "the start barrier timed out after %g s (--timeout): "
+				 "trainer %u of the job's 2 did not arrive (not started, still "
+				 "loading its data, or unable to reach server 0: see its log)",
+				 secs, 1 - o->rank);
 			return;
 		}
 		len = (size_t)snprintf(others, sizeof(others), "trainers ");
@@ -1091,21 +1091,20 @@ static void start_barrier_failed(struct worker *w, int ret)
 			snprintf(others + len, sizeof(others) - len,
 				 o->rank + 2 < o->num_trainers ? "%s%u-%u" : "%s%u",
 				 o->rank ? ", " : "", o->rank + 1, o->num_trainers - 1);
-		job_fail(j, ret,
-			 "the start barrier timed out after %g s (--timeout): not all of the job's %u "
-			 "trainers arrived; this one (trainer %u) did, the missing are among %s (not "
-			 "started, still loading their data, or unable to reach server 0: see their "
-			 "logs)", peer_timeout_ms(o) / 1000.0, o->num_trainers, o->rank, others);
+		job_fail(j, ret, "the start barrier timed out after %g s (--timeout): not all "
+			 "of the job's %u trainers arrived; this one (trainer %u) did, the "
+			 "missing are among %s (not started, still loading their data, or "
+			 "unable to reach server 0: see their logs)", secs, o->num_trainers,
+			 o->rank, others);
 	} else if (left && sscanf(left, "client %u left", &client) == 1 &&
 		   client < o->num_trainers * o->num_thread) {
 		/* The server fails a barrier when one of its clients leaves. */
-		job_fail(j, ret,
-			 "the start barrier failed: trainer %u arrived and left again (it gave up "
-			 "waiting or failed: see its log), so the job's %u trainers never all met (%s)",
-			 client / o->num_thread, o->num_trainers, why);
+		job_fail(j, ret, "the start barrier failed: trainer %u arrived and left again "
+			 "(it gave up waiting or failed: see its log), so the job's %u trainers "
+			 "never all met (%s)", client / o->num_thread, o->num_trainers, why);
 	} else {
-		job_fail(j, ret, "the start barrier failed while waiting for the job's %u trainers: %s",
-			 o->num_trainers, why);
+		job_fail(j, ret, "the start barrier failed while waiting for the job's %u "
+			 "trainers: %s", o->num_trainers, why);
 	}
 }
 
@@ -1144,36 +1143,39 @@ static int compare_options(struct worker *w, const double *a)
 	for (size_t k = 0; k < NUM_JOB_OPTS && len < sizeof(msg); k++) {
 		uint64_t n = (uint64_t)d[k];
 
-		if (!n)
+		/* an option that only matters with another: that one is named */
+		if (!n || (job_opts[k].needs >= 0 && d[job_opts[k].needs] > 0))
 			continue;
-		/* The bitmap lists trainers differing in any option: it names
-		 * those of option k when they are all of them. */
-		if (n == 1 || n == ndiff)
+		/* The bitmap lists trainers differing in any option (when it
+		 * holds every rank): it names those of option k when they are
+		 * all of them. */
+		if (n == 1 || (n == ndiff && o->num_trainers <= words * RANK_BITS))
 			fmt_ranks(ranks, sizeof(ranks), d + D_BITS, words, o->num_trainers, n,
 				  d[D_SUM + k]);
 		else
 			snprintf(ranks, sizeof(ranks), "%llu trainers", (unsigned long long)n);
-		/* an option that only matters with another: that one is named */
-		if (job_opts[k].needs >= 0 && d[job_opts[k].needs] > 0)
-			continue;
 		fmt_opt(v0, sizeof(v0), k, a[A_OPTS + k]);
 		fmt_opt(v, sizeof(v), k, mine[k]);
+		if (len)
+			len += (size_t)snprintf(msg + len, sizeof(msg) - len, "; ");
+		if (len >= sizeof(msg))
+			break;
 		if (job_opts[k].kind == OPT_BOOL)
 			len += (size_t)snprintf(msg + len, sizeof(msg) - len,
-						"%s%s is %s to trainer 0 but %s to %s", len ? "; " : "",
-						job_opts[k].flag, v0, a[A_OPTS + k] != 0 ? "not" : "is",
-						ranks);
+						"%s is %s to trainer 0 but %s to %s", job_opts[k].flag,
+						v0, a[A_OPTS + k] != 0 ? "not" : "is", ranks);
 		else if (job_opts[k].kind == OPT_DIGEST)
 			len += (size_t)snprintf(msg + len, sizeof(msg) - len,
-						"%s%s differs between trainer 0 and %s", len ? "; " : "",
+						"%s differs between trainer 0 and %s",
 						job_opts[k].flag, ranks);
+		else if (mine[k] != a[A_OPTS + k])
+			len += (size_t)snprintf(msg + len, sizeof(msg) - len,
+						"%s is %s on trainer 0 but differs on %s (%s here)",
+						job_opts[k].flag, v0, ranks, v);
 		else
 			len += (size_t)snprintf(msg + len, sizeof(msg) - len,
-						"%s%s is %s on trainer 0 but differs on %s%s%s%s",
-						len ? "; " : "", job_opts[k].flag, v0, ranks,
-						mine[k] != a[A_OPTS + k] ? " (" : "",
-						mine[k] != a[A_OPTS + k] ? v : "",
-						mine[k] != a[A_OPTS + k] ? " here)" : "");
+						"%s is %s on trainer 0 but differs on %s",
+						job_opts[k].flag, v0, ranks);
 	}
 	if (!msg[0])
 		return 0;

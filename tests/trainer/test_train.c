@@ -396,6 +396,10 @@ Test(train, distributed_matches_standalone)
 	}
 	/* Two trainers of one thread each: as many steps as standalone. */
 	o.standalone = false;
+	/* --timeout also bounds how far apart the trainers reach each barrier:
+	 * the defaults (600 s), as the two share the machine with the rest of
+	 * the suite. */
+	o.timeout_ms = 0;
 	o.ip_config = ipc;
 	o.partition_dir = pdir;
 	o.transport = "tcp";
