@@ -79,33 +79,68 @@ struct job {
 	char *srv_log[2];
 };
 
+/* Waits (bounded) until server pid says it listens: 0, or -1 if it exited
+ * first (its port was taken meanwhile: the caller picks others). */
+static int server_listening(pid_t pid, const char *log)
+{
+	for (int i = 0; i < 500; i++) {
+		char *text = rdps_test_slurp(log);
+		int up = text && strstr(text, "listening on"), st;
+
+		free(text);
+		if (up)
+			return 0;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return -1;
+		usleep(20000);
+	}
+	cr_assert_fail("server did not start listening in 10 s: %s", log);
+	return -1;
+}
+
 static void job_servers(struct job *jb, const char *name)
 {
 	char text[64], file[64];
-	int port = rdps_test_free_ports(2);
 
-	cr_assert_gt(port, 0);
 	jb->name = name;
-	snprintf(text, sizeof(text), "127.0.0.1 %d 2\n", port);
 	snprintf(file, sizeof(file), "%s-ip_config.txt", name);
-	jb->ipc = rdps_test_write(dir, file, text);
-	cr_assert(jb->ipc);
-	for (int s = 0; s < 2; s++) {
-		char sid[8];
-		char *argv[] = { RDPS_BIN, "server", "--ip_config", jb->ipc, "--server_id", sid,
-				 "--transport", "tcp", "--partition", part, "--model_name",
-				 "TransE_l2", "--hidden_dim", "16", "--quiet", NULL };
+	for (int attempt = 0;; attempt++) {
+		int port = rdps_test_free_ports(2), up = 0;
 
-		snprintf(sid, sizeof(sid), "%d", s);
-		cr_assert(asprintf(&jb->srv_log[s], "%s/%s-server%d.log", dir, name, s) > 0);
-		jb->srv[s] = rdps_test_spawn(argv, jb->srv_log[s]);
-		cr_assert_gt(jb->srv[s], 0);
+		cr_assert_gt(port, 0);
+		snprintf(text, sizeof(text), "127.0.0.1 %d 2\n", port);
+		free(jb->ipc);
+		jb->ipc = rdps_test_write(dir, file, text);
+		cr_assert(jb->ipc);
+		for (int s = 0; s < 2; s++) {
+			char sid[8];
+			char *argv[] = { RDPS_BIN, "server", "--ip_config", jb->ipc, "--server_id",
+					 sid, "--transport", "tcp", "--partition", part,
+					 "--model_name", "TransE_l2", "--hidden_dim", "16", "--quiet",
+					 NULL };
+
+			snprintf(sid, sizeof(sid), "%d", s);
+			free(jb->srv_log[s]);
+			cr_assert(asprintf(&jb->srv_log[s], "%s/%s-server%d-%d.log", dir, name, s,
+					   attempt) > 0);
+			jb->srv[s] = rdps_test_spawn(argv, jb->srv_log[s]);
+			cr_assert_gt(jb->srv[s], 0);
+		}
+		/* The trainers' --timeout bounds their wait for a server too:
+		 * start them once both servers listen. */
+		for (int s = 0; s < 2; s++)
+			up += !server_listening(jb->srv[s], jb->srv_log[s]);
+		if (up == 2)
+			return;
+		/* another suite took a port between the check and the bind */
+		cr_assert_lt(attempt, 3, "servers could not bind: %s", jb->srv_log[0]);
+		for (int s = 0; s < 2; s++) {
+			int st;
+
+			kill(jb->srv[s], SIGTERM);
+			rdps_test_wait(jb->srv[s], 10000, &st);
+		}
 	}
-	/* The trainers' --timeout bounds their wait for a server too: start
-	 * them once the servers listen. */
-	for (int s = 0; s < 2; s++)
-		cr_assert_eq(rdps_test_wait_port("127.0.0.1", port + s, 10000), 0,
-			     "server %d does not listen", s);
 }
 
 static void job_end(struct job *jb)
@@ -167,7 +202,7 @@ static char *finish(pid_t pid, const char *log, int *code)
  * evaluates. */
 Test(train_start, both_trainers_with_the_same_options_train)
 {
-	struct job jb;
+	struct job jb = { 0 };
 	char *extra[] = { "--timeout", "30", "--test", NULL };
 	char *log[2], *out[2];
 	pid_t t[2];
@@ -194,7 +229,7 @@ Test(train_start, both_trainers_with_the_same_options_train)
  * barrier default was 10 minutes) naming trainer 1. */
 Test(train_start, a_peer_that_never_starts_is_named_after_the_timeout)
 {
-	struct job jb;
+	struct job jb = { 0 };
 	char *extra[] = { "--timeout", "2", NULL };
 	char *log, *out;
 	pid_t t0;
@@ -220,7 +255,7 @@ Test(train_start, a_peer_that_never_starts_is_named_after_the_timeout)
  * --timeout out and guessing. */
 Test(train_start, a_peer_whose_data_does_not_load_is_named_at_once)
 {
-	struct job jb;
+	struct job jb = { 0 };
 	char *extra[] = { "--timeout", "30", NULL };
 	char *bad = path("kg-bad"), *log[2], *out[2], *dict;
 	pid_t t[2];
@@ -272,7 +307,7 @@ Test(train_start, a_peer_whose_data_does_not_load_is_named_at_once)
  * failed at the evaluation's collective). */
 Test(train_start, test_on_one_trainer_only_is_refused_at_the_start)
 {
-	struct job jb;
+	struct job jb = { 0 };
 	char *with[] = { "--timeout", "30", "--test", NULL };
 	char *without[] = { "--timeout", "30", NULL };
 	char *log[2], *out[2];
