@@ -4,6 +4,7 @@
 #define RDPS_PARTITION_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,6 +96,29 @@ int rdps_pt_rmtree(const char *path);
 int rdps_pt_copy_file(const char *src, const char *dst, char *err, size_t errlen);
 /* malloc'd "a/b". */
 char *rdps_pt_join(const char *a, const char *b);
+
+/* Where two text files first differ, line by line (blank lines count). */
+struct rdps_pt_linediff {
+	uint64_t line;  /* first differing line, 1-based; 0: the files are the same */
+	int ended;      /* 1: a has no such line (it is shorter), 2: b has none, 0: both do */
+	char a[80];     /* that line of a, cut, tabs shown as "\\t" ("" if none) */
+	char b[80];     /* that line of b */
+};
+
+/* Compares text files a and b: 0 with d filled (d->line 0 if the same), or
+ * -errno with err naming the file that cannot be read. */
+int rdps_pt_diff_lines(const char *a, const char *b, struct rdps_pt_linediff *d, char *err,
+		       size_t errlen);
+
+/* Shape of a text file. */
+struct rdps_pt_textinfo {
+	uint64_t bytes;
+	uint64_t lines;         /* a last line without "\n" counts */
+	bool ends_in_newline;   /* false: the last line was cut (or the file is empty: true) */
+};
+
+/* Reads path once: 0 with ti filled, or -errno with err naming it. */
+int rdps_pt_text_info(const char *path, struct rdps_pt_textinfo *ti, char *err, size_t errlen);
 
 /* Writes a dict file ("id\tname" for ids 0..n-1). */
 int rdps_pt_write_dict(const struct rdps_pt_outdir *d, const char *name,

@@ -4,7 +4,10 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "rdps/common.h"
@@ -19,6 +22,7 @@ struct rdps_partition {
 	struct rdps_partition_part *parts;
 	const char *file_idmap;
 	const char *file_split[RDPS_SPLIT_COUNT];
+	const char *file_dict[2];          /* copies of entities.dict, relations.dict */
 };
 
 static int field_u64(struct rdps_partition *p, json_t *obj, const char *where,
@@ -208,6 +212,19 @@ static int parse(struct rdps_partition *p, char *err, size_t errlen)
 	    (ret = check_name(p, "files.valid", p->file_split[RDPS_SPLIT_VALID], err, errlen)) ||
 	    (ret = check_name(p, "files.test", p->file_split[RDPS_SPLIT_TEST], err, errlen)))
 		return ret;
+	/* The dict copies were listed from the first version on; read them
+	 * leniently all the same (their default names) since only the dataset
+	 * check uses them. */
+	for (int i = 0; i < 2; i++) {
+		static const char *const key[2] = { "entities", "relations" };
+		static const char *const def[2] = { "entities.dict", "relations.dict" };
+		json_t *f = json_object_get(files, key[i]);
+
+		p->file_dict[i] = json_is_string(f) ? json_string_value(f) : def[i];
+		if ((ret = check_name(p, i ? "files.relations" : "files.entities", p->file_dict[i],
+				      err, errlen)))
+			return ret;
+	}
 	return parse_parts(p, err, errlen);
 }
 
@@ -287,6 +304,121 @@ uint32_t rdps_partition_owner(const struct rdps_partition_info *info, uint64_t i
 			hi = mid;
 	}
 	return lo;
+}
+
+/* Appends one difference ("; "-separated) to the message being built. */
+static void add_diff(char *msg, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add_diff(char *msg, size_t cap, const char *fmt, ...)
+{
+	size_t len = strlen(msg);
+	va_list ap;
+
+	if (len && len + 2 < cap) {
+		memcpy(msg + len, "; ", 3);
+		len += 2;
+	}
+	if (len + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg + len, cap - len, fmt, ap);
+	va_end(ap);
+}
+
+/* A dict of the dataset against the partition's copy of it. Returns 1 if it
+ * differs (described into msg), 0 if not or if there is no copy to compare. */
+static int check_dict(const struct rdps_partition *p, const char *data_dir, int i, char *msg,
+		      size_t cap)
+{
+	static const char *const names[2] = { "entities.dict", "relations.dict" };
+	char *mine = rdps_pt_join(data_dir, names[i]), *copy = rdps_pt_join(p->dir, p->file_dict[i]);
+	struct rdps_pt_linediff d;
+	char why[512];
+	int ret = 0;
+
+	if (!mine || !copy) {
+		add_diff(msg, cap, "out of memory comparing %s", names[i]);
+		ret = 1;
+	} else if (access(copy, R_OK)) {
+		ret = 0; /* a partition made by hand: the counts are still compared */
+	} else if (rdps_pt_diff_lines(mine, copy, &d, why, sizeof(why))) {
+		add_diff(msg, cap, "%s", why);
+		ret = 1;
+	} else if (d.line) {
+		unsigned long long l = (unsigned long long)d.line;
+
+		if (d.ended == 1)
+			add_diff(msg, cap, "%s ends after line %llu, the copy %s goes on (line %llu: "
+				 "'%s'): cut short", mine, l - 1, copy, l, d.b);
+		else if (d.ended == 2)
+			add_diff(msg, cap, "%s:%llu: '%s' is not in the copy %s, which ends after "
+				 "line %llu", mine, l, d.a, copy, l - 1);
+		else
+			add_diff(msg, cap, "%s:%llu is '%s', the copy %s:%llu has '%s'", mine, l, d.a,
+				 copy, l, d.b);
+		ret = 1;
+	}
+	free(mine);
+	free(copy);
+	return ret;
+}
+
+/* A split file of the dataset against the size partition.json recorded.
+ * Returns 1 if it differs (described into msg). */
+static int check_split(const struct rdps_partition *p, const char *data_dir, int s, char *msg,
+		       size_t cap)
+{
+	uint64_t want = p->info.dataset_bytes[s];
+	struct rdps_pt_textinfo ti;
+	struct stat st;
+	char name[16], why[512], *path;
+	int ret = 1;
+
+	snprintf(name, sizeof(name), "%s.txt", rdps_dataset_split_name((enum rdps_split)s));
+	path = rdps_pt_join(data_dir, name);
+	if (!path) {
+		add_diff(msg, cap, "out of memory comparing %s", name);
+		return 1;
+	}
+	if (!stat(path, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size == want)
+		ret = 0; /* the common case reads nothing */
+	else if (rdps_pt_text_info(path, &ti, why, sizeof(why)))
+		add_diff(msg, cap, "%s", why);
+	else if (ti.bytes == want)
+		ret = 0;
+	else if (ti.bytes < want && !ti.ends_in_newline)
+		add_diff(msg, cap, "%s:%llu: the file ends in the middle of this line: cut short "
+			 "(%llu bytes, %llu when %s was built)", path, (unsigned long long)ti.lines,
+			 (unsigned long long)ti.bytes, (unsigned long long)want, p->dir);
+	else
+		add_diff(msg, cap, "%s has %llu bytes (%llu lines), %llu when %s was built", path,
+			 (unsigned long long)ti.bytes, (unsigned long long)ti.lines,
+			 (unsigned long long)want, p->dir);
+	free(path);
+	return ret;
+}
+
+int rdps_partition_check_dataset(const struct rdps_partition *p, const char *data_dir,
+				 char *err, size_t errlen)
+{
+	char msg[1024] = "";
+	int splits = 0, dicts = 0;
+
+	for (int i = 0; i < 2; i++)
+		dicts += check_dict(p, data_dir, i, msg, sizeof(msg));
+	for (int s = 0; s < RDPS_SPLIT_COUNT; s++)
+		splits += check_split(p, data_dir, s, msg, sizeof(msg));
+	if (!dicts && !splits)
+		return 0;
+	/* Damage or an edit touches a file or two; a dataset of its own differs
+	 * in every split. */
+	if (splits == RDPS_SPLIT_COUNT)
+		return rdps_pt_fail(err, errlen, -EINVAL,
+				    "%s is a partition of another dataset ('%s' at %s): %s", p->dir,
+				    p->info.dataset_name, p->info.dataset_path, msg);
+	return rdps_pt_fail(err, errlen, -EINVAL,
+			    "%s (damaged, or edited after %s was built from it)", msg, p->dir);
 }
 
 /* Loads a triples blob, checks its header against expectations and every id

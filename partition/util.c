@@ -448,3 +448,94 @@ int rdps_pt_write_dict(const struct rdps_pt_outdir *d, const char *name,
 	free(path);
 	return ret;
 }
+
+/* ---------------------------------------------------------------------- */
+
+/* A line for a message: at most cap-1 bytes, tabs shown as "\t" so a field
+ * boundary is visible, the line end dropped. */
+static void show_line(char *dst, size_t cap, const char *line, ssize_t len)
+{
+	size_t o = 0;
+
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		len--;
+	for (ssize_t i = 0; i < len && o + 3 < cap; i++) {
+		if (line[i] == '\t') {
+			dst[o++] = '\\';
+			dst[o++] = 't';
+		} else {
+			dst[o++] = (unsigned char)line[i] < ' ' ? '?' : line[i];
+		}
+	}
+	dst[o] = '\0';
+}
+
+int rdps_pt_diff_lines(const char *a, const char *b, struct rdps_pt_linediff *d, char *err,
+		       size_t errlen)
+{
+	char *la = NULL, *lb = NULL;
+	size_t ca = 0, cb = 0;
+	FILE *fa, *fb;
+	int ret = 0;
+
+	memset(d, 0, sizeof(*d));
+	fa = fopen(a, "r");
+	if (!fa)
+		return rdps_pt_fail(err, errlen, -errno, "%s: %s", a, strerror(errno));
+	fb = fopen(b, "r");
+	if (!fb) {
+		ret = rdps_pt_fail(err, errlen, -errno, "%s: %s", b, strerror(errno));
+		fclose(fa);
+		return ret;
+	}
+	for (uint64_t line = 1;; line++) {
+		ssize_t na = getline(&la, &ca, fa), nb = getline(&lb, &cb, fb);
+
+		if (na < 0 && nb < 0)
+			break;
+		if (na >= 0 && nb >= 0 && na == nb && !memcmp(la, lb, (size_t)na))
+			continue;
+		d->line = line;
+		d->ended = na < 0 ? 1 : nb < 0 ? 2 : 0;
+		if (na >= 0)
+			show_line(d->a, sizeof(d->a), la, na);
+		if (nb >= 0)
+			show_line(d->b, sizeof(d->b), lb, nb);
+		break;
+	}
+	if (ferror(fa) || ferror(fb))
+		ret = rdps_pt_fail(err, errlen, -EIO, "%s: read error", ferror(fa) ? a : b);
+	free(la);
+	free(lb);
+	fclose(fa);
+	fclose(fb);
+	return ret;
+}
+
+int rdps_pt_text_info(const char *path, struct rdps_pt_textinfo *ti, char *err, size_t errlen)
+{
+	char buf[1 << 16];
+	size_t n;
+	FILE *f;
+	int last = '\n';
+
+	memset(ti, 0, sizeof(*ti));
+	f = fopen(path, "rb");
+	if (!f)
+		return rdps_pt_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + n - p))); p++)
+			ti->lines++;
+		ti->bytes += n;
+		last = (unsigned char)buf[n - 1];
+	}
+	if (ferror(f)) {
+		fclose(f);
+		return rdps_pt_fail(err, errlen, -EIO, "%s: read error", path);
+	}
+	fclose(f);
+	ti->ends_in_newline = last == '\n';
+	if (!ti->ends_in_newline)
+		ti->lines++; /* the cut last line */
+	return 0;
+}

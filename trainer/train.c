@@ -4,12 +4,14 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <libgen.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "rdps/client.h"
 #include "rdps/common.h"
@@ -20,6 +22,9 @@
 
 #define EVAL_CHUNK_ROWS 8192u /* candidate rows pulled per evaluation round */
 #define SAVE_CHUNK_ROWS 8192u
+/* Bound on a wait for the job's other trainers without --timeout: they may
+ * lag by the tail of training or a share of the evaluation. */
+#define PEER_TIMEOUT_DEFAULT_MS 600000
 
 void rdps_train_opts_init(struct rdps_train_opts *o)
 {
@@ -78,12 +83,17 @@ struct job {
 	struct rdps_triples all_train;  /* every train triple (filter), may alias train */
 	struct rdps_triples valid, test;
 	uint32_t *new_to_old;           /* NULL: ids are the original ones */
+	uint64_t data_digest;           /* the data every trainer must share */
+	bool start_failed;              /* the data did not load: only tell the others */
 	struct rdps_ipconfig ipc;       /* standalone: the in-process server */
 	struct rdps_server *srv;
 	pthread_t srv_thread;
 	uint32_t chunk;
 	uint64_t t_start;
 	pthread_mutex_t lock;
+	pthread_cond_t cond;            /* local_sync(), and any failure */
+	uint32_t sync_arrived;          /* threads in the current local_sync() */
+	uint64_t sync_gen;              /* local_sync() rounds completed */
 	int ret;                        /* first error */
 	char err[640];
 	struct worker *w;
@@ -91,6 +101,8 @@ struct job {
 
 static void job_fail(struct job *j, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+static int peer_timeout_ms(const struct rdps_train_opts *o);
+static int job_collective(struct worker *w, const char *what, double *v, size_t n);
 
 static void job_fail(struct job *j, int ret, const char *fmt, ...)
 {
@@ -103,7 +115,33 @@ static void job_fail(struct job *j, int ret, const char *fmt, ...)
 		vsnprintf(j->err, sizeof(j->err), fmt, ap);
 		va_end(ap);
 	}
+	/* Threads in local_sync() stop waiting for one that failed. */
+	pthread_cond_broadcast(&j->cond);
 	pthread_mutex_unlock(&j->lock);
+}
+
+/* Waits until every thread of this trainer got here, so that the server's
+ * collectives (bounded by --timeout) measure how far apart the trainers
+ * are, not this trainer's own work before them. Returns 0, or the job's
+ * error once a thread failed instead of coming (each either comes or fails:
+ * its own waits are bounded). */
+static int local_sync(struct job *j)
+{
+	uint64_t gen;
+	int ret;
+
+	pthread_mutex_lock(&j->lock);
+	gen = j->sync_gen;
+	if (++j->sync_arrived == j->o->num_thread) {
+		j->sync_arrived = 0;
+		j->sync_gen++;
+		pthread_cond_broadcast(&j->cond);
+	}
+	while (gen == j->sync_gen && !j->ret)
+		pthread_cond_wait(&j->cond, &j->lock);
+	ret = gen == j->sync_gen ? j->ret : 0;
+	pthread_mutex_unlock(&j->lock);
+	return ret;
 }
 
 static uint64_t xorshift(uint64_t *s)
@@ -236,6 +274,8 @@ static int connect_worker(struct worker *w)
 		.client_id = o->rank * o->num_thread + w->t,
 		.num_clients = o->num_trainers * o->num_thread,
 		.timeout_ms = o->timeout_ms,
+		/* the other trainers, at the start barrier and after it */
+		.barrier_timeout_ms = peer_timeout_ms(o),
 		.read_consistency = o->read_consistency,
 		.quiet = w->t != 0 || o->standalone,
 		.secret = o->standalone ? NULL : o->secret,
@@ -246,10 +286,16 @@ static int connect_worker(struct worker *w)
 	int ret;
 
 	ret = rdps_client_create(&p, &w->c, err, sizeof(err));
+	if (ret == -EADDRINUSE) {
+		job_fail(j, ret, "%s (is another trainer running with --rank %u?)", err, o->rank);
+		return ret;
+	}
 	if (ret) {
 		job_fail(j, ret, "%s", err);
 		return ret;
 	}
+	if (j->start_failed)
+		return 0; /* no data to check the tables against: it only reports */
 	if (rdps_client_table(w->c, "entity", &ent) || rdps_client_table(w->c, "relation", &rel)) {
 		job_fail(j, -ENOENT, "the servers have no 'entity' and 'relation' tables");
 		return -ENOENT;
@@ -575,6 +621,7 @@ static int evaluate(struct worker *w, const struct rdps_triples *split, const ch
 	bool per_rel = o->eval_per_relation;
 	size_t nrv = per_rel ? (size_t)j->num_relations * 2 * SUMS_DOUBLES : 0;
 	double v[SUMS_DOUBLES + 1], *rv = NULL;
+	char what[64];
 	int ret = 0;
 
 	/* Every client reduces the per-relation vector; thread 0 fills it. */
@@ -666,9 +713,9 @@ reduce:
 	 * the collectives would not pair up. */
 	v[SUMS_DOUBLES] = per_rel;
 	if (!ret) {
-		ret = rdps_client_allreduce(w->c, v, SUMS_DOUBLES + 1);
-		if (ret)
-			job_fail(j, ret, "reducing %s metrics: %s", name, rdps_client_errmsg(w->c));
+		/* the other threads waited here (locally) while thread 0 ranked */
+		snprintf(what, sizeof(what), "reducing the %s metrics", name);
+		ret = job_collective(w, what, v, SUMS_DOUBLES + 1);
 	}
 	if (!ret && v[SUMS_DOUBLES] != 0 &&
 	    v[SUMS_DOUBLES] != (double)o->num_trainers * o->num_thread) {
@@ -681,10 +728,8 @@ reduce:
 		rdps_eval_metrics_from_sums(&sums, m);
 	}
 	if (!ret && per_rel) {
-		ret = allreduce_long(w->c, rv, nrv);
-		if (ret)
-			job_fail(j, ret, "reducing %s metrics per relation: %s", name,
-				 rdps_client_errmsg(w->c));
+		snprintf(what, sizeof(what), "reducing the %s metrics per relation", name);
+		ret = job_collective(w, what, rv, nrv);
 	}
 	if (!ret && per_rel && w->t == 0) {
 		for (uint32_t k = 0; k < j->num_relations; k++) {
@@ -841,6 +886,372 @@ static int save_all(struct worker *w)
 	return ret;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The start barrier: every trainer arrived, none failed to load its data,
+ * and the options that make one job agree.                                */
+
+static int peer_timeout_ms(const struct rdps_train_opts *o)
+{
+	return o->timeout_ms > 0 ? o->timeout_ms : PEER_TIMEOUT_DEFAULT_MS;
+}
+
+enum opt_kind { OPT_BOOL, OPT_NUM, OPT_MODEL, OPT_DIGEST };
+
+/*
+ * Options every trainer of the job must share, checked before training:
+ * the model and its loss (trainers push gradients into the same tables, so
+ * they must compute them alike: model, dims, gamma, adversarial weighting,
+ * regularization), the sampling that sizes a step and how many steps there
+ * are (batch, negatives, chunk, max_step, resume: one job's schedule, and
+ * trainer 0's config.json states them for the job), the evaluation (its
+ * reductions pair up only if every trainer runs the same ones) and the data
+ * (the same partition: ids are relabeled by it). Per-trainer choices may
+ * differ: paths, transport, threads (the servers refuse a different job
+ * size), seed, log and checkpoint settings, lr/optimizer (standalone only).
+ */
+enum {
+	JO_MODEL, JO_DIM, JO_GAMMA, JO_ADV, JO_ADV_TEMP, JO_REG_COEF, JO_REG_NORM, JO_BATCH,
+	JO_NEG, JO_CHUNK, JO_MAX_STEP, JO_RESUME, JO_TEST, JO_VALID, JO_PER_REL, JO_DATA,
+	NUM_JOB_OPTS
+};
+
+static const struct {
+	const char *flag;
+	enum opt_kind kind;
+	int needs;      /* the option this one only matters with, or -1 */
+} job_opts[NUM_JOB_OPTS] = {
+	[JO_MODEL] = { "--model_name", OPT_MODEL, -1 },
+	[JO_DIM] = { "--hidden_dim", OPT_NUM, -1 },
+	[JO_GAMMA] = { "--gamma", OPT_NUM, -1 },
+	[JO_ADV] = { "--neg_adversarial_sampling", OPT_BOOL, -1 },
+	[JO_ADV_TEMP] = { "--adversarial_temperature", OPT_NUM, JO_ADV },
+	[JO_REG_COEF] = { "--regularization_coef", OPT_NUM, -1 },
+	[JO_REG_NORM] = { "--regularization_norm", OPT_NUM, JO_REG_COEF },
+	[JO_BATCH] = { "--batch_size", OPT_NUM, -1 },
+	[JO_NEG] = { "--neg_sample_size", OPT_NUM, -1 },
+	[JO_CHUNK] = { "--neg_chunk_size", OPT_NUM, -1 },
+	[JO_MAX_STEP] = { "--max_step", OPT_NUM, -1 },
+	[JO_RESUME] = { "--resume", OPT_BOOL, -1 },
+	[JO_TEST] = { "--test", OPT_BOOL, -1 },
+	[JO_VALID] = { "--valid", OPT_BOOL, -1 },
+	[JO_PER_REL] = { "--eval_per_relation", OPT_BOOL, -1 },
+	[JO_DATA] = { "the data (--partition, or --data without one)", OPT_DIGEST, -1 },
+};
+
+/*
+ * The two vectors of the start barrier (RDPS_ALLREDUCE_MAX doubles each).
+ * Sets of trainer ranks travel as a count, a sum of ranks (which names a
+ * lone member) and a bitmap of the first ranks, 52 per double: each rank
+ * adds its own power of two once, so the sums stay exact.
+ *
+ *   arrive: [0] 1 per client, [1] trainers whose data failed to load, [2]
+ *           the sum of their ranks, [3..3+N) trainer 0's option values
+ *           (client 0 alone adds them: a broadcast), then their bitmap.
+ *   differ: [0..N) trainers whose option k differs from trainer 0's,
+ *           [N..2N) the sum of their ranks, then the bitmap of trainers that
+ *           differ in any option.
+ */
+#define A_FAILED 1
+#define A_FAILED_SUM 2
+#define A_OPTS 3
+#define A_BITS (A_OPTS + NUM_JOB_OPTS)
+#define D_SUM NUM_JOB_OPTS
+#define D_BITS (2 * NUM_JOB_OPTS)
+#define RANK_BITS 52
+_Static_assert(A_BITS < RDPS_ALLREDUCE_MAX && D_BITS < RDPS_ALLREDUCE_MAX,
+	       "the start vectors fit in one allreduce");
+
+static void rankset_add(double *bits, size_t words, uint32_t rank)
+{
+	if (rank / RANK_BITS < words)
+		bits[rank / RANK_BITS] += ldexp(1.0, (int)(rank % RANK_BITS));
+}
+
+static bool rankset_has(const double *bits, size_t words, uint32_t rank)
+{
+	if (rank / RANK_BITS >= words)
+		return false;
+	return ((uint64_t)bits[rank / RANK_BITS] >> (rank % RANK_BITS)) & 1;
+}
+
+/* "trainer 3", "trainers 1-3, 7", "trainers 0-99 and 4 more": the ranks
+ * below n whose bit is set; count is the size of the whole set (a lone
+ * member is named by sum even past the bitmap). */
+static void fmt_ranks(char *buf, size_t cap, const double *bits, size_t words, uint32_t n,
+		      uint64_t count, double sum)
+{
+	uint64_t shown = 0;
+	size_t len;
+
+	if (count == 1) {
+		snprintf(buf, cap, "trainer %.0f", sum);
+		return;
+	}
+	len = (size_t)snprintf(buf, cap, "trainers ");
+	for (uint32_t r = 0; r < n && len < cap; r++) {
+		uint32_t end = r;
+
+		if (!rankset_has(bits, words, r))
+			continue;
+		while (end + 1 < n && rankset_has(bits, words, end + 1))
+			end++;
+		len += (size_t)snprintf(buf + len, cap - len, end > r ? "%s%u-%u" : "%s%u",
+					shown ? ", " : "", r, end);
+		shown += end - r + 1;
+		r = end;
+	}
+	if (shown < count && len < cap)
+		snprintf(buf + len, cap - len, "%s%llu more", shown ? " and " : "",
+			 (unsigned long long)(count - shown));
+}
+
+/* This trainer's values of job_opts[], exact in a double. */
+static void job_opt_values(const struct job *j, double *v)
+{
+	const struct rdps_train_opts *o = j->o;
+	const struct rdps_model_params *m = &o->model;
+	enum rdps_model_kind kind = 0;
+
+	rdps_model_lookup(rdps_model_name(j->model), &kind);
+	v[JO_MODEL] = kind;
+	v[JO_DIM] = m->hidden_dim;
+	v[JO_GAMMA] = m->gamma;
+	v[JO_ADV] = m->adv;
+	v[JO_ADV_TEMP] = m->adv ? m->adv_temp : 0;          /* unused without -adv */
+	v[JO_REG_COEF] = m->reg_coef;
+	v[JO_REG_NORM] = m->reg_coef > 0 ? m->reg_norm : 0; /* unused without -rc */
+	v[JO_BATCH] = o->batch_size;
+	v[JO_NEG] = o->neg_sample_size;
+	v[JO_CHUNK] = j->chunk;                  /* as used: neg_chunk_size or its default */
+	v[JO_MAX_STEP] = (double)o->max_step;    /* below 2^53: the CLI takes up to 1e15 */
+	v[JO_RESUME] = o->resume;
+	v[JO_TEST] = o->test;
+	v[JO_VALID] = o->valid;
+	v[JO_PER_REL] = o->eval_per_relation && (o->test || o->valid);
+	v[JO_DATA] = (double)(j->data_digest >> 12); /* 52 bits: exact */
+}
+
+/* A value of option k for a message. */
+static void fmt_opt(char *buf, size_t cap, size_t k, double v)
+{
+	switch (job_opts[k].kind) {
+	case OPT_BOOL:
+		snprintf(buf, cap, "%s", v != 0 ? "given" : "not given");
+		break;
+	case OPT_NUM:
+		snprintf(buf, cap, "%.9g", v);
+		break;
+	case OPT_MODEL: {
+		/* the name of kind v, found through the list of names */
+		char names[256], *save = NULL;
+		enum rdps_model_kind kind;
+
+		snprintf(buf, cap, "model %.0f", v);
+		snprintf(names, sizeof(names), "%s", rdps_model_names());
+		for (char *t = strtok_r(names, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
+			if (!rdps_model_lookup(t, &kind) && (double)kind == v) {
+				snprintf(buf, cap, "%s", t);
+				break;
+			}
+		break;
+	}
+	case OPT_DIGEST:
+		snprintf(buf, cap, "digest %013llx", (unsigned long long)v);
+		break;
+	}
+}
+
+/* Why the start barrier failed, naming what it waited for. */
+static void start_barrier_failed(struct worker *w, int ret)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	const char *why = rdps_client_errmsg(w->c), *left = strstr(why, "client ");
+	double secs = peer_timeout_ms(o) / 1000.0;
+	unsigned int client;
+	char others[64];
+	size_t len;
+
+	if (ret == -ETIMEDOUT && o->num_trainers > 1) {
+		/* No collective completes without every trainer, so the ones that
+		 * came cannot tell each other apart from the missing: name the
+		 * candidates. */
+		if (o->num_trainers == 2) {
+			job_fail(j, ret, "the start barrier timed out after %g s (--timeout): "
+				 "trainer %u of the job's 2 did not arrive (not started, still "
+				 "loading its data, or unable to reach server 0: see its log)",
+				 secs, 1 - o->rank);
+			return;
+		}
+		len = (size_t)snprintf(others, sizeof(others), "trainers ");
+		if (o->rank > 0)
+			len += (size_t)snprintf(others + len, sizeof(others) - len,
+						o->rank > 1 ? "0-%u" : "%u", o->rank - 1);
+		if (o->rank + 1 < o->num_trainers)
+			snprintf(others + len, sizeof(others) - len,
+				 o->rank + 2 < o->num_trainers ? "%s%u-%u" : "%s%u",
+				 o->rank ? ", " : "", o->rank + 1, o->num_trainers - 1);
+		job_fail(j, ret, "the start barrier timed out after %g s (--timeout): not all "
+			 "of the job's %u trainers arrived; this one (trainer %u) did, the "
+			 "missing are among %s (not started, still loading their data, or "
+			 "unable to reach server 0: see their logs)", secs, o->num_trainers,
+			 o->rank, others);
+	} else if (left && sscanf(left, "client %u left", &client) == 1 &&
+		   client < o->num_trainers * o->num_thread) {
+		/* The server fails a barrier when one of its clients leaves. */
+		job_fail(j, ret, "the start barrier failed: trainer %u arrived and left again "
+			 "(it gave up waiting or failed: see its log), so the job's %u trainers "
+			 "never all met (%s)", client / o->num_thread, o->num_trainers, why);
+	} else {
+		job_fail(j, ret, "the start barrier failed while waiting for the job's %u "
+			 "trainers: %s", o->num_trainers, why);
+	}
+}
+
+/* The options of this trainer that differ from trainer 0's (given in a),
+ * reduced over the job, into a message; 0 if every trainer agrees. */
+static int compare_options(struct worker *w, const double *a)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	double d[RDPS_ALLREDUCE_MAX] = { 0 }, mine[NUM_JOB_OPTS];
+	size_t words = RDPS_ALLREDUCE_MAX - D_BITS, len = 0;
+	uint64_t ndiff = 0;
+	char msg[1024], ranks[256], v0[64], v[64];
+	bool differ = false;
+	int ret;
+
+	job_opt_values(j, mine);
+	for (size_t k = 0; w->t == 0 && k < NUM_JOB_OPTS; k++) {
+		if (mine[k] == a[A_OPTS + k])
+			continue;
+		d[k] = 1;
+		d[D_SUM + k] = o->rank;
+		differ = true;
+	}
+	if (differ)
+		rankset_add(d + D_BITS, words, o->rank);
+	ret = rdps_client_allreduce(w->c, d, RDPS_ALLREDUCE_MAX);
+	if (ret) {
+		job_fail(j, ret, "comparing the job's options at the start barrier: %s",
+			 rdps_client_errmsg(w->c));
+		return ret;
+	}
+	for (uint32_t r = 0; r < o->num_trainers; r++)
+		ndiff += rankset_has(d + D_BITS, words, r);
+	msg[0] = '\0';
+	for (size_t k = 0; k < NUM_JOB_OPTS && len < sizeof(msg); k++) {
+		uint64_t n = (uint64_t)d[k];
+
+		/* an option that only matters with another: that one is named */
+		if (!n || (job_opts[k].needs >= 0 && d[job_opts[k].needs] > 0))
+			continue;
+		/* The bitmap lists trainers differing in any option (when it
+		 * holds every rank): it names those of option k when they are
+		 * all of them. */
+		if (n == 1 || (n == ndiff && o->num_trainers <= words * RANK_BITS))
+			fmt_ranks(ranks, sizeof(ranks), d + D_BITS, words, o->num_trainers, n,
+				  d[D_SUM + k]);
+		else
+			snprintf(ranks, sizeof(ranks), "%llu trainers", (unsigned long long)n);
+		fmt_opt(v0, sizeof(v0), k, a[A_OPTS + k]);
+		fmt_opt(v, sizeof(v), k, mine[k]);
+		if (len)
+			len += (size_t)snprintf(msg + len, sizeof(msg) - len, "; ");
+		if (len >= sizeof(msg))
+			break;
+		if (job_opts[k].kind == OPT_BOOL)
+			len += (size_t)snprintf(msg + len, sizeof(msg) - len,
+						"%s is %s to trainer 0 but %s to %s", job_opts[k].flag,
+						v0, a[A_OPTS + k] != 0 ? "not" : "is", ranks);
+		else if (job_opts[k].kind == OPT_DIGEST)
+			len += (size_t)snprintf(msg + len, sizeof(msg) - len,
+						"%s differs between trainer 0 and %s",
+						job_opts[k].flag, ranks);
+		else if (mine[k] != a[A_OPTS + k])
+			len += (size_t)snprintf(msg + len, sizeof(msg) - len,
+						"%s is %s on trainer 0 but differs on %s (%s here)",
+						job_opts[k].flag, v0, ranks, v);
+		else
+			len += (size_t)snprintf(msg + len, sizeof(msg) - len,
+						"%s is %s on trainer 0 but differs on %s",
+						job_opts[k].flag, v0, ranks);
+	}
+	if (!msg[0])
+		return 0;
+	job_fail(j, -EINVAL, "options that must be the same on every trainer of the job differ, so "
+		 "none starts training: %s", msg);
+	return -EINVAL;
+}
+
+/*
+ * The start barrier, before any training: waits (bounded by --timeout) for
+ * every client of the job, learns whether a trainer failed to load its data
+ * (it joins only to say so) and trainer 0's values of the options that must
+ * agree, then reduces which trainers differ from them. Every trainer gets
+ * the same sums, so all refuse alike, each naming the option and trainers.
+ */
+static int job_start(struct worker *w)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	double a[RDPS_ALLREDUCE_MAX] = { 0 };
+	size_t words = RDPS_ALLREDUCE_MAX - A_BITS;
+	char ranks[256];
+	int ret;
+
+	a[0] = 1;
+	if (w->t == 0 && j->start_failed) {
+		a[A_FAILED] = 1;
+		a[A_FAILED_SUM] = o->rank;
+		rankset_add(a + A_BITS, words, o->rank);
+	}
+	if (w->t == 0 && o->rank == 0 && !j->start_failed)
+		job_opt_values(j, a + A_OPTS);
+	ret = local_sync(j);
+	if (ret)
+		return ret;
+	if (w->t == 0 && !o->standalone)
+		rdps_info("trainer %u: waiting for the job's %u trainers%s at the start barrier "
+			  "(up to %g s)", o->rank, o->num_trainers,
+			  o->num_thread > 1 ? " (all their threads)" : "", peer_timeout_ms(o) / 1000.0);
+	ret = rdps_client_allreduce(w->c, a, RDPS_ALLREDUCE_MAX);
+	if (ret) {
+		start_barrier_failed(w, ret);
+		return ret;
+	}
+	if (a[A_FAILED] > 0) {
+		fmt_ranks(ranks, sizeof(ranks), a + A_BITS, words, o->num_trainers,
+			  (uint64_t)a[A_FAILED], a[A_FAILED_SUM]);
+		job_fail(j, -ECANCELED, "%s could not load the data (see %s log); no trainer starts "
+			 "training", ranks, a[A_FAILED] > 1 ? "their" : "its");
+		return -ECANCELED;
+	}
+	if (w->t == 0 && !o->standalone)
+		rdps_info("trainer %u: all %u trainers arrived", o->rank, o->num_trainers);
+	return compare_options(w, a);
+}
+
+/* A barrier or (v non-NULL) an allreduce of the job after the start, once
+ * this trainer's threads are all there; what names it in errors. */
+static int job_collective(struct worker *w, const char *what, double *v, size_t n)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	int ret = local_sync(j);
+
+	if (ret)
+		return ret;
+	ret = v ? allreduce_long(w->c, v, n) : rdps_client_barrier(w->c);
+	if (ret == -ETIMEDOUT)
+		job_fail(j, ret, "%s: the job's %u trainers did not all arrive within %g s (--timeout; "
+			 "one is slower or failed: see their logs): %s", what, o->num_trainers,
+			 peer_timeout_ms(o) / 1000.0, rdps_client_errmsg(w->c));
+	else if (ret)
+		job_fail(j, ret, "%s: %s", what, rdps_client_errmsg(w->c));
+	return ret;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -852,22 +1263,19 @@ static void *worker_main(void *arg)
 	ret = connect_worker(w);
 	if (ret)
 		goto out;
-	/* Everyone connected before anyone trains. */
-	ret = rdps_client_barrier(w->c);
-	if (ret) {
-		job_fail(j, ret, "barrier: %s", rdps_client_errmsg(w->c));
+	/* Everyone connected, loaded its data and agrees on the job before
+	 * anyone trains. */
+	ret = job_start(w);
+	if (ret)
 		goto out;
-	}
 	if (w->t == 0)
 		j->t_start = rdps_now_ns();
 	ret = train_loop(w);
 	if (ret)
 		goto out;
-	ret = rdps_client_barrier(w->c);
-	if (ret) {
-		job_fail(j, ret, "barrier after training: %s", rdps_client_errmsg(w->c));
+	ret = job_collective(w, "the barrier after training", NULL, 0);
+	if (ret)
 		goto out;
-	}
 	if (w->t == 0) {
 		double secs = (rdps_now_ns() - j->t_start) / 1e9;
 		uint64_t pos = 0;
@@ -907,13 +1315,12 @@ static void *worker_main(void *arg)
 		ret = evaluate(w, &j->test, "test", filter, &j->res->test, j->res->test_rel);
 		j->res->have_test = !ret;
 	}
+	/* Every trainer is done with the servers; trainer 0 then saves (the
+	 * others need not wait for that) and shuts them down. */
+	if (!ret)
+		ret = job_collective(w, "the final barrier", NULL, 0);
 	if (!ret && o->save_path && o->rank == 0 && w->t == 0)
 		ret = save_all(w);
-	if (!ret) {
-		ret = rdps_client_barrier(w->c);
-		if (ret)
-			job_fail(j, ret, "final barrier: %s", rdps_client_errmsg(w->c));
-	}
 	if (!ret && !o->standalone && o->shutdown_servers && o->rank == 0 && w->t == 0) {
 		ret = rdps_client_shutdown_servers(w->c);
 		if (ret)
@@ -967,32 +1374,6 @@ static int start_standalone_server(struct job *j)
 		j->srv = NULL;
 	}
 	return ret;
-}
-
-/* True if dir_a/name and dir_b/name hold the same bytes. */
-static bool same_file(const char *dir_a, const char *dir_b, const char *name)
-{
-	char pa[4096], pb[4096], ba[65536], bb[65536];
-	FILE *fa, *fb;
-	bool same = true;
-
-	snprintf(pa, sizeof(pa), "%s/%s", dir_a, name);
-	snprintf(pb, sizeof(pb), "%s/%s", dir_b, name);
-	fa = fopen(pa, "rb");
-	fb = fopen(pb, "rb");
-	while (fa && fb && same) {
-		size_t na = fread(ba, 1, sizeof(ba), fa), nb = fread(bb, 1, sizeof(bb), fb);
-
-		same = na == nb && !memcmp(ba, bb, na);
-		if (!na || !nb)
-			break;
-	}
-	same = same && fa && fb;
-	if (fa)
-		fclose(fa);
-	if (fb)
-		fclose(fb);
-	return same;
 }
 
 /* With eval_per_relation: the result's relation names (one block: the
@@ -1075,6 +1456,13 @@ static int load_data(struct job *j, char *err, size_t errlen)
 			ret = rdps_dataset_load(ds, RDPS_SPLIT_TEST, &j->test, err, errlen);
 		if (ret)
 			goto out;
+		/* The trainers of a job must read the same dataset: its counts
+		 * stand for it (a trainer's servers check the entity count). */
+		{
+			uint64_t id[3] = { j->num_entities, j->num_relations, j->all_train.count };
+
+			j->data_digest = XXH3_64bits(id, sizeof(id));
+		}
 		/* Without a partition, trainers split the triples by rank. */
 		if (o->num_trainers == 1) {
 			j->train = j->all_train;
@@ -1099,28 +1487,37 @@ static int load_data(struct job *j, char *err, size_t errlen)
 		const struct rdps_partition_info *pi = rdps_partition_get_info(p);
 		uint32_t part = o->rank % pi->k;
 
-		bool same_splits = true;
-
-		for (int s = 0; s < RDPS_SPLIT_COUNT; s++) {
-			char fp[4096];
-			struct stat sst;
-
-			snprintf(fp, sizeof(fp), "%s/%s.txt", o->data_dir,
-				 rdps_dataset_split_name((enum rdps_split)s));
-			same_splits &= !stat(fp, &sst) && (uint64_t)sst.st_size == pi->dataset_bytes[s];
-		}
-		if (pi->num_entities != j->num_entities || pi->num_relations != j->num_relations ||
-		    !same_splits || !same_file(o->data_dir, o->partition_dir, "entities.dict")) {
+		/* A damaged or edited dataset is named here, file and line, before
+		 * its relabeled ids are trusted. */
+		ret = rdps_partition_check_dataset(p, o->data_dir, err, errlen);
+		if (ret)
+			goto out;
+		if (pi->num_entities != j->num_entities || pi->num_relations != j->num_relations) {
 			snprintf(err, errlen,
-				 "%s is a partition of another dataset ('%s': %llu entities, %llu relations; "
-				 "its entities.dict or split sizes differ from those of %s, which has "
-				 "%llu entities and %u relations)",
-				 o->partition_dir, pi->dataset_name,
-				 (unsigned long long)pi->num_entities,
+				 "%s/partition.json has %llu entities and %llu relations, but %s has "
+				 "%llu and %u (the dict copies in %s do not match its partition.json)",
+				 o->partition_dir, (unsigned long long)pi->num_entities,
 				 (unsigned long long)pi->num_relations, o->data_dir,
-				 (unsigned long long)j->num_entities, j->num_relations);
+				 (unsigned long long)j->num_entities, j->num_relations,
+				 o->partition_dir);
 			ret = -EINVAL;
 			goto out;
+		}
+		/* The trainers of a job must share the partition: its ranges and
+		 * the checksums of its parts stand for it. */
+		{
+			XXH3_state_t *h = XXH3_createState();
+
+			if (!h) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			XXH3_64bits_reset(h);
+			XXH3_64bits_update(h, pi->ranges, ((size_t)pi->k + 1) * sizeof(*pi->ranges));
+			for (uint32_t q = 0; q < pi->k; q++)
+				XXH3_64bits_update(h, &pi->parts[q].checksum, sizeof(pi->parts[q].checksum));
+			j->data_digest = XXH3_64bits_digest(h);
+			XXH3_freeState(h);
 		}
 		/* Trainers of one part share its triples. */
 		ret = rdps_partition_load_train(p, part, NULL, &j->all_train, err, errlen);
@@ -1247,7 +1644,7 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 		   char *err, size_t errlen)
 {
 	struct job j = { .o = o, .res = res };
-	int ret;
+	int ret, load_ret;
 
 	memset(res, 0, sizeof(*res));
 	err[0] = '\0';
@@ -1255,6 +1652,7 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 	if (ret)
 		return ret;
 	pthread_mutex_init(&j.lock, NULL);
+	pthread_cond_init(&j.cond, NULL);
 	ret = rdps_model_create(&j.model, &o->model);
 	if (ret) {
 		snprintf(err, errlen,
@@ -1270,9 +1668,17 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 	j.chunk = o->neg_chunk_size ? o->neg_chunk_size : o->neg_sample_size;
 	if (j.chunk > o->batch_size)
 		j.chunk = o->batch_size;
-	ret = load_data(&j, err, errlen);
-	if (ret)
+	ret = load_ret = load_data(&j, err, errlen);
+	if (ret && (o->standalone || o->num_trainers == 1))
 		goto out;
+	if (ret) {
+		/* The others would wait for this trainer until their --timeout and
+		 * then could not say why: it joins the start barrier to tell them,
+		 * and fails with its own reason. */
+		rdps_err("trainer %u: %s; telling the job's other trainers at the start barrier",
+			 o->rank, err);
+		j.start_failed = true;
+	}
 	if (o->standalone && (ret = start_standalone_server(&j))) {
 		snprintf(err, errlen, "%s", j.err[0] ? j.err : rdps_strerror(ret));
 		goto out;
@@ -1300,6 +1706,8 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 		ret = -pthread_create(&j.w[t].thread, NULL, worker_main, &j.w[t]);
 		if (ret) {
 			job_fail(&j, ret, "cannot start thread %u", t);
+			snprintf(err, errlen, "trainer %u: cannot start thread %u: %s", o->rank, t,
+				 rdps_strerror(ret));
 			for (uint32_t k = 0; k < t; k++)
 				pthread_join(j.w[k].thread, NULL);
 			goto out_workers;
@@ -1307,8 +1715,8 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 	}
 	for (uint32_t t = 0; t < o->num_thread; t++)
 		pthread_join(j.w[t].thread, NULL);
-	ret = j.ret;
-	if (ret)
+	ret = load_ret ? load_ret : j.ret; /* err still holds why the data did not load */
+	if (!load_ret && ret)
 		snprintf(err, errlen, "trainer %u: %s", o->rank, j.err);
 out_workers:
 	for (uint32_t t = 0; t < o->num_thread; t++)
@@ -1328,6 +1736,7 @@ out:
 	rdps_dataset_triples_free(&j.test);
 	free(j.new_to_old);
 	rdps_model_destroy(j.model);
+	pthread_cond_destroy(&j.cond);
 	pthread_mutex_destroy(&j.lock);
 	if (ret)
 		rdps_train_result_free(res);

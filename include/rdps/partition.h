@@ -261,6 +261,19 @@ const struct rdps_partition_info *rdps_partition_get_info(const struct rdps_part
 /* The directory given to rdps_partition_open (owned by p). */
 const char *rdps_partition_dir(const struct rdps_partition *p);
 
+/* Checks that the dataset in data_dir is the one p was built from, before
+ * anything trusts the relabeled ids: its entities.dict and relations.dict
+ * line by line against the copies in the partition directory, and the sizes
+ * of train.txt, valid.txt and test.txt against those partition.json
+ * recorded. Returns 0, or -EINVAL with err naming each file that differs and
+ * how: the first differing dict line with both versions, a split file that
+ * ends mid-line (cut short, with its last line's number) or has another
+ * size. Differences in every split file are reported as a partition of
+ * another dataset, fewer as damage or a change after partitioning. Reads
+ * the dicts whole, and a split file only when its size differs. */
+int rdps_partition_check_dataset(const struct rdps_partition *p, const char *data_dir,
+				 char *err, size_t errlen);
+
 /* Part owning relabeled entity id (binary search over ranges; id < N). */
 uint32_t rdps_partition_owner(const struct rdps_partition_info *info,
 			      uint64_t id);

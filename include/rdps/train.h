@@ -11,6 +11,15 @@
  * asynchronously; the servers apply their optimizer. Standalone mode runs
  * the same loop against an in-process server (inproc transport).
  *
+ * Before training, every client meets at a start barrier (an allreduce on
+ * server 0, bounded by timeout_ms): a trainer whose data did not load joins
+ * it only to say so, and trainer 0's values of the options that must agree
+ * across the job (model, dims, gamma, -adv, regularization, batch and
+ * negative sampling, max_step, resume, test/valid/eval_per_relation, the
+ * partition) are compared by every trainer; then all refuse alike, naming
+ * the option and the trainers that differ. A timed-out wait names what it
+ * waited for and the trainers that may be missing.
+ *
  * After training: filtered evaluation (each trainer ranks its share of the
  * test triples against every entity, pulled in chunks; the metric sums are
  * reduced with an allreduce, on request those of every relation too, in
@@ -54,9 +63,13 @@ struct rdps_train_opts {
 	bool valid;                 /* evaluate on valid */
 	bool eval_per_relation;     /* also the sums of each relation (see the
 				     * result); every trainer of the job must
-				     * set it, or none (checked: -EINVAL) */
+				     * set it, or none (checked at the start
+				     * barrier: -EINVAL) */
 	bool shutdown_servers;      /* trainer 0 stops the servers at the end */
-	int timeout_ms;             /* bound on each wait (0: 60 s) */
+	int timeout_ms;             /* bound on each wait: for a server (0: 60 s),
+				     * and for the other trainers at the start
+				     * barrier, after training and at each
+				     * evaluation reduce (0: 600 s) */
 	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
 	int reconnect_ms;           /* reconnect to a lost server for this long (0: fail) */
 	const char *checkpoint_dir; /* progress of each thread (step, sampler state),
@@ -93,9 +106,12 @@ struct rdps_train_result {
 };
 
 /* Runs the job for this trainer. Returns 0, or -errno with a reason in err
- * (bad options, a table not matching the model, a partition of another
- * dataset, a server that failed). *res is overwritten (free what a previous
- * run left in it first); after an error it holds nothing to free. */
+ * (bad options, a table not matching the model, a damaged dataset file or a
+ * partition of another dataset, a server that failed; -ETIMEDOUT: trainers
+ * missing at the start barrier; -EINVAL: options differing across the job;
+ * -ECANCELED: another trainer's data did not load). *res is overwritten
+ * (free what a previous run left in it first); after an error it holds
+ * nothing to free. */
 int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *res,
 		   char *err, size_t errlen);
 

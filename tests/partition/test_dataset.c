@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* Dataset reader, import and synthetic generator. */
+/* Dataset reader, import and synthetic generator, and a dataset checked
+ * against a partition built from it. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "helpers.h"
 #include "rdps/dataset.h"
+#include "rdps/partition.h"
 
 static char *dir;
 static char err[512];
@@ -356,4 +359,44 @@ Test(dataset, synth_rejects_impossible_sizes)
 	cr_assert(strstr(err, "--communities"), "%s", err);
 	cr_assert_eq(th_count_entries(dir), 0);
 	free(a);
+}
+
+/* A dataset against a partition built from it: unchanged it passes; a line
+ * added to relations.dict and a valid.txt that grew are each named (as
+ * damage or an edit); every split different is another dataset. */
+Test(dataset, partition_check_names_the_file_that_differs)
+{
+	struct rdps_partition_opts po = { .k = 2, .method = RDPS_PARTITION_RANDOM };
+	struct rdps_partition_result pr;
+	struct rdps_partition *p;
+	char *data = th_path(dir, "data"), *pdir = th_path(dir, "part");
+
+	cr_assert_eq(mkdir(data, 0755), 0);
+	th_tiny_dataset(data);
+	po.data_dir = data;
+	po.out_dir = pdir;
+	cr_assert_eq(rdps_partition_build(&po, &pr, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_partition_open(pdir, &p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_partition_check_dataset(p, data, err, sizeof(err)), 0, "%s", err);
+
+	th_write(data, "relations.dict", "0\tlikes\n1\tknows\n2\thates\n");
+	cr_assert_eq(rdps_partition_check_dataset(p, data, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "/data/relations.dict:3: '2\\thates' is not in the copy") &&
+		  strstr(err, "/part/relations.dict, which ends after line 2") &&
+		  strstr(err, "(damaged, or edited after"), "%s", err);
+	th_tiny_dataset(data);
+
+	th_write(data, "valid.txt", "a\tlikes\tc\nb\tlikes\tc\n");
+	cr_assert_eq(rdps_partition_check_dataset(p, data, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "/data/valid.txt has 20 bytes (2 lines), 10 when") &&
+		  strstr(err, "(damaged, or edited after"), "%s", err);
+
+	th_write(data, "train.txt", "a\tlikes\tb\n");
+	th_write(data, "test.txt", "a\tlikes\tb\n");
+	cr_assert_eq(rdps_partition_check_dataset(p, data, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "is a partition of another dataset ('data' at ") &&
+		  strstr(err, "/data/train.txt has") && strstr(err, "/data/test.txt has"), "%s", err);
+	rdps_partition_close(p);
+	free(data);
+	free(pdir);
 }

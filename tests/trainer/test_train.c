@@ -5,8 +5,9 @@
  * distributed job over TCP matches standalone, the per-relation sums cover
  * every test triple (standalone and reduced over trainers), and bad input
  * gives clear errors (unknown model, hidden_dim not matching the servers'
- * tables, a partition of another dataset, --eval_per_relation on some
- * trainers only).
+ * tables, a partition of another dataset, a damaged entities.dict or a
+ * truncated train.txt named with its line, --eval_per_relation on some
+ * trainers only, refused at the start).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,6 +247,123 @@ Test(train, partition_of_another_dataset_is_refused)
 	free(pdir);
 }
 
+/* A copy of dataset src as dst (the five files). */
+static void copy_dataset(const char *src, const char *dst)
+{
+	static const char *const files[] = { "entities.dict", "relations.dict", "train.txt",
+					     "valid.txt", "test.txt" };
+	char *d = path(dst);
+
+	cr_assert_eq(mkdir(d, 0755), 0);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *from, *to, *text;
+
+		cr_assert(asprintf(&from, "%s/%s/%s", dir, src, files[i]) > 0);
+		text = rdps_test_slurp(from);
+		cr_assert(text, "%s", from);
+		to = rdps_test_write(d, files[i], text);
+		cr_assert(to);
+		free(text);
+		free(from);
+		free(to);
+	}
+	free(d);
+}
+
+/* Distributed options over data with the partition pdir; the ip_config is
+ * never read unless the data passes its checks. */
+static void partition_opts(struct rdps_train_opts *o, const char *data, const char *pdir)
+{
+	small_opts(o, data);
+	o->standalone = false;
+	o->ip_config = "/nonexistent/ip_config.txt";
+	o->partition_dir = pdir;
+}
+
+static char *build_partition(const char *data, const char *name)
+{
+	struct rdps_partition_opts po = { .k = 2, .method = RDPS_PARTITION_RANDOM };
+	struct rdps_partition_result pr;
+	char err[512], *pdir = path(name);
+
+	po.data_dir = data;
+	po.out_dir = pdir;
+	cr_assert_eq(rdps_partition_build(&po, &pr, err, sizeof(err)), 0, "%s", err);
+	return pdir;
+}
+
+Test(train, damaged_entities_dict_is_named_with_its_line)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], *data = path("kg"), *pdir = build_partition(data, "kg-part-dict");
+	char *bad = path("kg-bad-dict"), *dict = path("kg-bad-dict/entities.dict"), *text, *p;
+	FILE *f;
+
+	/* Control: the dataset itself passes, and the run only fails at the
+	 * (missing) ip_config. */
+	partition_opts(&o, data, pdir);
+	cr_assert_neq(rdps_train_run(&o, &r, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "/nonexistent/ip_config.txt"), "%s", err);
+	/* A name on line 5 changed (the dict still parses, with the same
+	 * counts): only the partition's copy can tell. */
+	copy_dataset("kg", "kg-bad-dict");
+	text = rdps_test_slurp(dict);
+	cr_assert(text);
+	p = text;
+	for (int l = 1; l < 5; l++)
+		p = strchr(p, '\n') + 1;
+	p = strchr(p, '\t') + 1;
+	cr_assert(p[0] == 'e', "%s", p);
+	p[0] = 'x';
+	f = fopen(dict, "w");
+	cr_assert(f && fputs(text, f) >= 0 && !fclose(f));
+	partition_opts(&o, bad, pdir);
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), -EINVAL, "%s", err);
+	cr_log_info("%s", err);
+	cr_assert(strstr(err, "kg-bad-dict/entities.dict:5 is '4\\tx4'"), "%s", err);
+	cr_assert(strstr(err, "damaged"), "%s", err);
+	cr_assert_null(strstr(err, "another dataset"), "%s", err);
+	free(text);
+	free(dict);
+	free(bad);
+	free(pdir);
+	free(data);
+}
+
+Test(train, truncated_train_txt_is_named_with_its_last_line)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], want[256], *data = path("kg"), *pdir = build_partition(data, "kg-part-cut");
+	char *bad = path("kg-cut"), *train = path("kg-cut/train.txt");
+	struct stat st;
+	unsigned lines = 1;
+	char *text;
+
+	copy_dataset("kg", "kg-cut");
+	cr_assert_eq(stat(train, &st), 0);
+	/* Cut in the middle of a line, as a copy that ran out of space. */
+	text = rdps_test_slurp(train);
+	cr_assert(text);
+	for (off_t i = 0; i < st.st_size / 2; i++)
+		lines += text[i] == '\n';
+	cr_assert_neq(text[st.st_size / 2 - 1], '\n');
+	cr_assert_eq(truncate(train, st.st_size / 2), 0);
+	partition_opts(&o, bad, pdir);
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), -EINVAL, "%s", err);
+	cr_log_info("%s", err);
+	snprintf(want, sizeof(want), "kg-cut/train.txt:%u: the file ends in the middle of this "
+		 "line: cut short", lines);
+	cr_assert(strstr(err, want), "want '%s' in: %s", want, err);
+	cr_assert_null(strstr(err, "another dataset"), "%s", err);
+	free(text);
+	free(train);
+	free(bad);
+	free(pdir);
+	free(data);
+}
+
 Test(train, distributed_matches_standalone)
 {
 	struct rdps_partition_opts po = { .k = 2, .method = RDPS_PARTITION_METIS };
@@ -277,6 +396,10 @@ Test(train, distributed_matches_standalone)
 	}
 	/* Two trainers of one thread each: as many steps as standalone. */
 	o.standalone = false;
+	/* --timeout also bounds how far apart the trainers reach each barrier:
+	 * the defaults (600 s), as the two share the machine with the rest of
+	 * the suite. */
+	o.timeout_ms = 0;
 	o.ip_config = ipc;
 	o.partition_dir = pdir;
 	o.transport = "tcp";
@@ -342,7 +465,8 @@ Test(train, eval_per_relation_on_some_trainers_only_is_refused)
 	}
 	o.eval_per_relation = true;
 	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), -EINVAL, "%s", err);
-	cr_assert(strstr(err, "--eval_per_relation was given to some trainers"), "%s", err);
+	cr_assert(strstr(err, "--eval_per_relation is given to trainer 0 but not to trainer 1"),
+		  "%s", err);
 	cr_assert_null(r.test_rel, "a failed run leaves nothing to free");
 	cr_assert_eq(rdps_test_wait(t1, 60000, &st), 0);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "trainer 1 did not fail the same way");
