@@ -25,7 +25,8 @@ struct rdps_client {
 	struct rdps_table_desc tables[RDPS_MAX_TABLES]; /* lo/hi unused */
 	uint64_t *offsets[RDPS_MAX_TABLES];             /* num_servers + 1 each */
 	struct rdps_book books[RDPS_MAX_TABLES];
-	int barrier_timeout_ms;
+	int barrier_timeout_ms;               /* bound on the collectives now */
+	int barrier_timeout_default_ms;       /* from the params */
 	bool observer;
 	int reconnect_ms;
 	struct rdps_conn_params cp;           /* for reconnecting */
@@ -257,6 +258,7 @@ int rdps_client_create(const struct rdps_client_params *p,
 	}
 	memcpy(c->eps, ipc->servers, ipc->num_servers * sizeof(*c->eps));
 	c->barrier_timeout_ms = p->barrier_timeout_ms > 0 ? p->barrier_timeout_ms : 600000;
+	c->barrier_timeout_default_ms = c->barrier_timeout_ms;
 	c->conns = calloc(c->num_servers, sizeof(*c->conns));
 	c->start = calloc(c->num_servers + 1, sizeof(*c->start));
 	c->cursor = calloc(c->num_servers, sizeof(*c->cursor));
@@ -303,6 +305,11 @@ err_free_ipc:
 err_free:
 	free(c);
 	return ret;
+}
+
+void rdps_client_set_barrier_timeout(struct rdps_client *c, int timeout_ms)
+{
+	c->barrier_timeout_ms = timeout_ms > 0 ? timeout_ms : c->barrier_timeout_default_ms;
 }
 
 void rdps_client_destroy(struct rdps_client *c)

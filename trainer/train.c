@@ -64,6 +64,8 @@ struct worker {
 	/* progress */
 	uint64_t steps, positives;
 	uint64_t done_steps;        /* steps run by this call (after a resume: the rest) */
+	uint64_t rolled_back;       /* pushed rows server restarts undid (at training end) */
+	uint64_t reconnects;        /* of this thread's client (at training end) */
 	double loss_sum;
 	uint64_t loss_n;
 	uint64_t pull_ns, push_ns, comp_ns;
@@ -895,6 +897,14 @@ static int peer_timeout_ms(const struct rdps_train_opts *o)
 	return o->timeout_ms > 0 ? o->timeout_ms : PEER_TIMEOUT_DEFAULT_MS;
 }
 
+/* After the start, trainers reach each barrier as far apart as their
+ * training and evaluation run: --timeout bounds that only if it is longer
+ * than the default. */
+static int later_timeout_ms(const struct rdps_train_opts *o)
+{
+	return o->timeout_ms > PEER_TIMEOUT_DEFAULT_MS ? o->timeout_ms : PEER_TIMEOUT_DEFAULT_MS;
+}
+
 enum opt_kind { OPT_BOOL, OPT_NUM, OPT_MODEL, OPT_DIGEST };
 
 /*
@@ -1229,6 +1239,7 @@ static int job_start(struct worker *w)
 	}
 	if (w->t == 0 && !o->standalone)
 		rdps_info("trainer %u: all %u trainers arrived", o->rank, o->num_trainers);
+	rdps_client_set_barrier_timeout(w->c, later_timeout_ms(o));
 	return compare_options(w, a);
 }
 
@@ -1244,9 +1255,10 @@ static int job_collective(struct worker *w, const char *what, double *v, size_t 
 		return ret;
 	ret = v ? allreduce_long(w->c, v, n) : rdps_client_barrier(w->c);
 	if (ret == -ETIMEDOUT)
-		job_fail(j, ret, "%s: the job's %u trainers did not all arrive within %g s (--timeout; "
-			 "one is slower or failed: see their logs): %s", what, o->num_trainers,
-			 peer_timeout_ms(o) / 1000.0, rdps_client_errmsg(w->c));
+		job_fail(j, ret, "%s: the job's %u trainers did not all arrive within %g s (the "
+			 "longer of --timeout and %d s; one is slower or failed: see their logs): %s",
+			 what, o->num_trainers, later_timeout_ms(o) / 1000.0,
+			 PEER_TIMEOUT_DEFAULT_MS / 1000, rdps_client_errmsg(w->c));
 	else if (ret)
 		job_fail(j, ret, "%s: %s", what, rdps_client_errmsg(w->c));
 	return ret;
@@ -1273,6 +1285,9 @@ static void *worker_main(void *arg)
 	ret = train_loop(w);
 	if (ret)
 		goto out;
+	/* For the summary: each thread's own, as its client may go meanwhile. */
+	w->rolled_back = rdps_client_rolled_back_rows(w->c);
+	w->reconnects = rdps_client_reconnects(w->c);
 	ret = job_collective(w, "the barrier after training", NULL, 0);
 	if (ret)
 		goto out;
@@ -1289,6 +1304,20 @@ static void *worker_main(void *arg)
 		       "%.0f pos triples/s\n",
 		       o->rank, (unsigned long long)w->done_steps, (unsigned long long)o->max_step,
 		       o->num_thread, secs, j->res->pos_per_second);
+		{
+			uint64_t lost = 0, reconnects = 0;
+
+			/* What server restarts cost this trainer (each was
+			 * also warned about when it happened). */
+			for (uint32_t t = 0; t < o->num_thread; t++) {
+				lost += j->w[t].rolled_back;
+				reconnects += j->w[t].reconnects;
+			}
+			if (reconnects)
+				printf("[trainer %u] servers restarted or lost during training: %llu "
+				       "reconnect(s); %llu pushed rows rolled back or lost\n", o->rank,
+				       (unsigned long long)reconnects, (unsigned long long)lost);
+		}
 		fflush(stdout);
 	}
 	if ((o->test || o->valid) && w->t == 0) {

@@ -77,6 +77,10 @@ struct rdps_client; /* opaque */
 int rdps_client_create(const struct rdps_client_params *p,
 		       struct rdps_client **out, char *err, size_t errlen);
 
+/* Bounds the barriers and allreduces from now on (how long the job's
+ * other clients may take to arrive); 0 restores barrier_timeout_ms. */
+void rdps_client_set_barrier_timeout(struct rdps_client *c, int timeout_ms);
+
 /* Closes every connection (pushes not flushed may be lost). Accepts NULL. */
 void rdps_client_destroy(struct rdps_client *c);
 

@@ -68,8 +68,8 @@ struct rdps_train_opts {
 	bool shutdown_servers;      /* trainer 0 stops the servers at the end */
 	int timeout_ms;             /* bound on each wait: for a server (0: 60 s),
 				     * and for the other trainers at the start
-				     * barrier, after training and at each
-				     * evaluation reduce (0: 600 s) */
+				     * barrier (0: 600 s); later barriers wait
+				     * for the longer of this and 600 s */
 	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
 	int reconnect_ms;           /* reconnect to a lost server for this long (0: fail) */
 	const char *checkpoint_dir; /* progress of each thread (step, sampler state),
