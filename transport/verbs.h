@@ -194,8 +194,9 @@ static inline void *verbs_pool_buf(const struct verbs_recv_pool *pool, uint32_t 
 int verbs_pool_taken(struct verbs_recv_pool *pool, uint32_t slot);
 /* Posts slot again. 0 or -errno. */
 int verbs_pool_post(struct verbs_recv_pool *pool, uint32_t slot);
-/* Credits per session for live sessions: the fair share of the pool. */
-uint32_t verbs_pool_share(const struct verbs_recv_pool *pool, uint32_t live);
+/* Credits per session when the pool is shared by this many sessions (the
+ * job's size, or the sessions connected if more): the fair share. */
+uint32_t verbs_pool_share(const struct verbs_recv_pool *pool, uint32_t sessions);
 /* Gives c credits up to share from the free ones; returns how many. */
 uint32_t verbs_pool_grant(struct verbs_recv_pool *pool, struct verbs_credits *c,
 			  uint32_t share);
@@ -257,6 +258,9 @@ struct verbs_server {
  * connection is closed too unless it is the reason. Idempotent. */
 void verbs_session_close(struct verbs_server *vs, struct verbs_session *ss, const char *why,
 			 bool close_control);
+/* Sessions the pool is shared by: those connected, or the largest job size
+ * they declared if more (every client of the job will come). */
+uint32_t verbs_srv_sharers(const struct verbs_server *vs);
 /* Enters an accepted session into the table and gives it its first
  * credits (the fair share, as far as free ones go): they travel in the
  * connection reply. Returns them (verbs_srv_cq.c). */

@@ -118,7 +118,8 @@ const char *verbs_reject_reason(int reason)
 	case EACCES:
 		return "the proof of the shared secret is wrong";
 	case EUSERS:
-		return "the server serves its maximum number of RDMA sessions";
+		return "the server cannot give this job's clients a receive buffer each, or serves "
+		       "its maximum number of RDMA sessions (see its log)";
 	case EPROTO:
 		return "malformed connection request";
 	default:

@@ -9,10 +9,14 @@
  * one being handled, between verbs_pool_taken and verbs_pool_post), so the
  * clients together can never have more SENDs on the way than the SRQ has
  * receives. A session's credits come back one per completion of its
- * messages; verbs_server.c gives them out again up to each session's fair
+ * messages; verbs_srv_cq.c gives them out again up to each session's fair
  * share, and returns a gone session's unused credits only after its queue
- * pair is drained (no completion of it can come later). The model
- * transport/verbs_credits.pml checks this protocol exhaustively.
+ * pair is drained (no completion of it can come later). The share divides
+ * the pool by the job's size, not by the sessions connected so far: a
+ * session never holds credits a later one needs (otherwise a late client
+ * could starve while the early ones, idle at a barrier, sit on theirs; the
+ * model found that deadlock). The model transport/verbs_credits.pml checks
+ * this protocol exhaustively.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -120,9 +124,9 @@ int verbs_pool_grow(struct verbs_recv_pool *pool, uint32_t want, char *err, size
 	return 0;
 }
 
-uint32_t verbs_pool_share(const struct verbs_recv_pool *pool, uint32_t live)
+uint32_t verbs_pool_share(const struct verbs_recv_pool *pool, uint32_t sessions)
 {
-	uint32_t share = live ? pool->nslots / live : pool->nslots;
+	uint32_t share = sessions ? pool->nslots / sessions : pool->nslots;
 
 	if (share > VERBS_SHARE_MAX)
 		share = VERBS_SHARE_MAX;

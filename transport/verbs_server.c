@@ -256,7 +256,7 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	struct ibv_device_attr da;
 	struct verbs_session *ss;
 	char host[64] = "?", why[160];
-	uint32_t num_clients;
+	uint32_t num_clients, sharers;
 	int idx, ret;
 
 	if (sa && sa->sa_family == AF_INET)
@@ -290,6 +290,15 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 		snprintf(why, sizeof(why), "client %u: %s", req.client_id,
 			 verbs_reject_reason(-ret));
 		reject(vs, ev->id, host, -ret, why);
+		return true;
+	}
+	/* Every client of the job needs one credit at least, for good. */
+	if (num_clients > vs->pool.max_slots) {
+		snprintf(why, sizeof(why), "client %u: a job of %u clients needs a receive buffer "
+			 "each, and the RDMA device's shared receive queue holds %u", req.client_id,
+			 num_clients, vs->pool.max_slots);
+		reject(vs, ev->id, host, EUSERS, why);
+		rdps_tcp_session_close(vs->tcp, req.session);
 		return true;
 	}
 	idx = session_index(vs);
@@ -328,14 +337,19 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	ss->id = ev->id;
 	ss->qp_num = ev->id->qp->qp_num;
 	ev->id->context = ss;
-	/* Keep VERBS_SHARE_TARGET credits per session while the pool may grow. */
-	if (vs->pool.nslots < (vs->live + 1) * VERBS_SHARE_TARGET) {
-		ret = verbs_pool_grow(&vs->pool, (vs->live + 1) * VERBS_SHARE_TARGET, why,
-				      sizeof(why));
+	/* Keep VERBS_SHARE_TARGET credits for every client of the job (and
+	 * every session, if more) while the pool may grow. */
+	sharers = verbs_srv_sharers(vs);
+	if (sharers < vs->live + 1)
+		sharers = vs->live + 1;
+	if (sharers < num_clients)
+		sharers = num_clients;
+	if (vs->pool.nslots < sharers * VERBS_SHARE_TARGET) {
+		ret = verbs_pool_grow(&vs->pool, sharers * VERBS_SHARE_TARGET, why, sizeof(why));
 		if (ret && !vs->grow_failed_logged) {
 			vs->grow_failed_logged = true;
-			rdps_warn("server %u: the receive pool stays at %u buffers for %u sessions: %s",
-				  vs->p.server_id, vs->pool.nslots, vs->live + 1, why);
+			rdps_warn("server %u: the receive pool stays at %u buffers for %u clients: %s",
+				  vs->p.server_id, vs->pool.nslots, sharers, why);
 		}
 	}
 	/* What the fair share allows now; the rest follows as credit messages

@@ -42,6 +42,19 @@ static struct verbs_session *session_by_send(struct verbs_server *vs, uint64_t w
 	return ss;
 }
 
+uint32_t verbs_srv_sharers(const struct verbs_server *vs)
+{
+	uint32_t n = vs->live;
+
+	for (uint32_t i = 0; i < vs->hw; i++) {
+		const struct verbs_session *ss = vs->sessions[i];
+
+		if (ss && ss->state != SS_CLOSING && ss->num_clients > n)
+			n = ss->num_clients;
+	}
+	return n;
+}
+
 uint32_t verbs_srv_admit(struct verbs_server *vs, struct verbs_session *ss)
 {
 	uint32_t credits;
@@ -50,7 +63,8 @@ uint32_t verbs_srv_admit(struct verbs_server *vs, struct verbs_session *ss)
 	if (ss->index >= vs->hw)
 		vs->hw = ss->index + 1;
 	vs->live++;
-	credits = verbs_pool_grant(&vs->pool, &ss->cr, verbs_pool_share(&vs->pool, vs->live));
+	credits = verbs_pool_grant(&vs->pool, &ss->cr,
+				   verbs_pool_share(&vs->pool, verbs_srv_sharers(vs)));
 	ss->cr.owed = 0; /* they travel in the connection reply */
 	return credits;
 }
@@ -117,7 +131,7 @@ static void session_send(struct verbs_server *vs, struct verbs_session *ss, uint
 /* Gives free credits to sessions below their share, round robin. */
 void verbs_srv_regrant(struct verbs_server *vs)
 {
-	uint32_t share = verbs_pool_share(&vs->pool, vs->live);
+	uint32_t share = verbs_pool_share(&vs->pool, verbs_srv_sharers(vs));
 
 	bool ran_out = false;
 

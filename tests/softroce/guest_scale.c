@@ -2,8 +2,9 @@
 /*
  * The verbs server at the scale real jobs run (inside the soft-RoCE guest,
  * run by verbs.sh): 64 client connections (threads of a few processes)
- * pushing and pulling concurrently over one shared receive queue, with
- * exact sums at the end; and clients killed with pushes in flight, after
+ * pushing and pulling concurrently over one shared receive queue, the
+ * server paused meanwhile, with exact sums at the end; and clients killed
+ * with pushes in flight, after
  * which every receive slot is posted again and the server still serves.
  * RDPS_TEST_HOST is the address of the guest's rxe device.
  */
@@ -138,6 +139,19 @@ Test(scale, sixty_four_clients_push_and_pull_with_exact_sums)
 		pids[p] = guest_fork(&go[p], run_process, (void *)(uintptr_t)p);
 	for (uint32_t p = 0; p < PROCS; p++)
 		guest_release(go[p]);
+	/* Once pushes flow, pause the server for 8 s: clients keep sending
+	 * while it applies nothing, so only the credits stand between them and
+	 * an overrun of its receive queue (the RNR retries run out in about 4 s:
+	 * 6 of rdma_cm's default 655 ms timer). */
+	do {
+		usleep(200000);
+		guest_server_stats(&gs, &st);
+	} while (st.rows_pushed < (uint64_t)CLIENTS * PUSHES * BATCH / 8);
+	cr_assert_eq(kill(gs.pid, SIGSTOP), 0);
+	sleep(8);
+	cr_assert_eq(kill(gs.pid, SIGCONT), 0);
+	cr_log_info("server paused 8 s after %llu of %llu rows", (unsigned long long)st.rows_pushed,
+		    (unsigned long long)CLIENTS * PUSHES * BATCH);
 	for (uint32_t p = 0; p < PROCS; p++) {
 		cr_assert_eq(rdps_test_wait(pids[p], 800000, &status), 0, "process %u hung", p);
 		cr_assert(WIFEXITED(status) && !WEXITSTATUS(status), "process %u: status %d", p,
