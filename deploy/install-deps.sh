@@ -8,6 +8,7 @@ PKGS="build-essential cmake ninja-build pkg-config git
 libcriterion-dev liburing-dev libmetis-dev libjansson-dev libxxhash-dev libssl-dev
 libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
 iproute2 procps psmisc kmod cpio python3
+spin
 wordnet-base
 qemu-system-x86 busybox-static linux-image-amd64
 openmpi-bin
