@@ -4,26 +4,36 @@
  * credits), checked exhaustively with spin by tests/spin/check.sh (ctest
  * spin/verbs_credits; tests/spin/README.md says how to read a trail).
  *
- * Mirrors transport/verbs_recv_pool.c (slot pool, credit accounting) and
- * transport/verbs_server.c (sessions, progress, teardown), step by step:
- *   accept()       session accept + pool_grant: g = min(share, free_credits)
- *                  promised to the session, sent in the connection reply.
- *   poll_one()     one receive completion, success or error, in CQ order:
- *                  re-post the slot, then pool_complete (promised--, free++),
- *                  then handle it (PUSH applied, FLUSH: ack queued, error
+ * Mirrors transport/verbs_recv_pool.c (slot pool, credit accounting),
+ * transport/verbs_srv_cq.c (completions, regrant, credit messages) and
+ * transport/verbs_server.c (accept, teardown), step by step:
+ *   accept()       session_accept -> verbs_srv_admit -> verbs_pool_grant:
+ *                  g = min(share, free_credits) promised to the session,
+ *                  sent in the connection reply.
+ *   poll_one()     on_recv, one receive completion, success or error, in CQ
+ *                  order: the slot is posted again (verbs_pool_post; the
+ *                  code handles the message first, from the slot's buffer),
+ *                  verbs_pool_return (promised--, free++), the message
+ *                  handled (PUSH applied, FLUSH: ack queued, error
  *                  completion of a live session: learn()), then
- *                  pool_regrant, then the ack, then credit messages.
- *   regrant()      pool_regrant: LIVE sessions below the share, round robin
- *                  from the one after the last served, get min(share -
+ *                  verbs_srv_regrant, the ack, credit messages. (The code
+ *                  regrants once per batch of completions; granting only
+ *                  ever hands out free credits, so when it runs does not
+ *                  change what is safe.)
+ *   regrant()      verbs_srv_regrant: LIVE sessions below the share, round
+ *                  robin from the one after the last served, get min(share -
  *                  promised, free_credits), owed until sent.
- *   send_credits() a credit message to each LIVE session owed at least
- *                  max(1, share / 2); a flush ack carries all that is owed.
- *   learn()        session failure (control connection closed, CM
- *                  disconnect, error completion): no longer LIVE (out of the
- *                  share), QP to ERROR, wait for LAST_WQE_REACHED.
- *   destroy()      once LAST_WQE_REACHED came and no completion of the QP is
- *                  left in the CQ: destroy the QP, free_credits +=
- *                  promised, forget the session, pool_regrant, credits.
+ *   send_credits() session_send: a credit message to each LIVE session owed
+ *                  at least max(1, share / 2); a flush ack carries all that
+ *                  is owed.
+ *   learn()        verbs_session_close (control connection closed, CM
+ *                  disconnect, error completion, async QP error): no longer
+ *                  LIVE (out of the share), QP to ERROR, wait for
+ *                  LAST_WQE_REACHED.
+ *   destroy()      reap -> session_free, once LAST_WQE_REACHED came (or its
+ *                  bounded wait ran out) and a drain of the CQ that started
+ *                  after it is done: destroy the QP, verbs_pool_release
+ *                  (free_credits += promised), forget the session.
  *   client         credits from the reply, credit messages and flush acks;
  *                  a PUSH or FLUSH takes one; flush() waits for its ack;
  *                  disconnecting is torn down like a death.
