@@ -33,7 +33,9 @@
  * keeps the data contiguous. Its cost is one XXH3 pass over the data per
  * update and per read: `rdps bench rowcheck` measures it against relaxed
  * reads, the old seqlock and FaRM's layout (table "Row validation" in
- * perf/report.md).
+ * perf/report.md): at dim 400 a validated read costs 3.7x a plain copy of
+ * the row (122 ns), a row-wise Adagrad update 1.26x; FaRM's reads 1.2x,
+ * but its SGD writes 2.4x and its soundness rests on the above.
  */
 #ifndef RDPS_KVSTORE_H
 #define RDPS_KVSTORE_H

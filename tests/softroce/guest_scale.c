@@ -196,6 +196,15 @@ Test(scale, sixty_four_clients_push_and_pull_with_exact_sums)
 	rdps_client_destroy(c);
 	guest_server_stats(&gs, &st);
 	cr_assert_eq(st.rows_pushed, (uint64_t)CLIENTS * PUSHES * BATCH);
+	{
+		/* The pause drained the shared queue to its limit: the SRQ
+		 * limit event came and was logged. */
+		char *log = rdps_test_slurp(gs.log);
+
+		cr_assert(log && strstr(log, "receive buffers ran low"),
+			  "no SRQ-limit line in the server log");
+		free(log);
+	}
 	cr_log_info("64 clients: %llu rows pushed, pool of %llu receive buffers (%llu posted), "
 		    "hot rows at %g", (unsigned long long)st.rows_pushed,
 		    (unsigned long long)st.recv_slots, (unsigned long long)st.recv_posted, expect[0]);

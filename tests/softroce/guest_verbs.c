@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,6 +248,58 @@ Test(verbs, a_killed_server_is_an_error_not_a_hang)
 	cr_assert(strstr(rdps_client_errmsg(c), "server 0"), "%s", rdps_client_errmsg(c));
 	cr_log_info("dead server reported after %llu ms: %s", (unsigned long long)elapsed,
 		    rdps_client_errmsg(c));
+	rdps_client_destroy(c);
+}
+
+/* The netdev under the rxe device (the RoCE GID's), or "". */
+static void rxe_netdev(char *name, size_t len)
+{
+	char *s = rdps_test_slurp("/sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/1");
+
+	name[0] = '\0';
+	if (!s)
+		s = rdps_test_slurp("/sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/0");
+	if (s)
+		snprintf(name, len, "%.*s", (int)strcspn(s, "\n"), s);
+	free(s);
+}
+
+/* Waits up to ms for text in the server's log. */
+static bool log_says(const char *text, int ms)
+{
+	for (int waited = 0; waited <= ms; waited += 100) {
+		char *log = rdps_test_slurp(logpath);
+		bool found = log && strstr(log, text);
+
+		free(log);
+		if (found)
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+/* Async events reach the server and are logged: the port of its device goes
+ * down and comes back; then it still serves. */
+Test(verbs, a_port_going_down_and_up_is_logged)
+{
+	char dev[64], cmd[160];
+	uint64_t id = 5;
+	float row[DIM];
+	struct rdps_client *c;
+
+	rxe_netdev(dev, sizeof(dev));
+	cr_assert(dev[0], "no netdev under rxe0");
+	/* Control: nothing of the kind before. */
+	cr_assert(!log_says("is down", 0));
+	snprintf(cmd, sizeof(cmd), "ip link set %s down", dev);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	cr_assert(log_says("of RDMA device rxe0 is down", 10000), "no port-down line in the log");
+	snprintf(cmd, sizeof(cmd), "ip link set %s up", dev);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	cr_assert(log_says("of RDMA device rxe0 is up", 10000), "no port-up line in the log");
+	c = connect_client(0, 1, 30000, RDPS_READ_VALIDATED);
+	cr_assert_eq(rdps_client_pull(c, 0, &id, 1, row), 0, "%s", rdps_client_errmsg(c));
 	rdps_client_destroy(c);
 }
 
