@@ -38,27 +38,13 @@ static char *path(const char *name)
 
 static void setup(void)
 {
-	struct rdps_synth_opts so;
-	struct rdps_dataset_stats st;
-	struct rdps_partition_opts po = { .k = 2, .method = RDPS_PARTITION_RANDOM };
-	struct rdps_partition_result pr;
-	char err[512], text[64];
+	char text[64];
 
 	dir = rdps_test_tmpdir("launch");
 	cr_assert(dir);
 	data = path("kg");
 	part = path("kg-part2");
-	rdps_dataset_synth_defaults(&so);
-	so.num_entities = 2000;
-	so.num_relations = 12;
-	so.num_triples = 20000;
-	so.num_communities = 8;
-	so.num_valid = 100;
-	so.num_test = 100;
-	cr_assert_eq(rdps_dataset_synth(data, &so, &st, err, sizeof(err)), 0, "%s", err);
-	po.data_dir = data;
-	po.out_dir = part;
-	cr_assert_eq(rdps_partition_build(&po, &pr, err, sizeof(err)), 0, "%s", err);
+	rdps_test_synth_kg(data, 2000, 12, 20000, 0, part, 2);
 	port = rdps_test_free_ports(2);
 	cr_assert_gt(port, 0);
 	snprintf(text, sizeof(text), "127.0.0.1 %d 2\n", port);

@@ -18,6 +18,7 @@
 
 #include "rdps/client.h"
 #include "rdps/common.h"
+#include "guest_common.h"
 #include "rdps_test.h"
 
 #define ROWS 4096
@@ -26,13 +27,6 @@
 static char *dir, *ipc, *logpath;
 static pid_t server;
 
-static const char *host(void)
-{
-	const char *h = getenv("RDPS_TEST_HOST");
-
-	cr_assert(h && *h, "RDPS_TEST_HOST must name the rxe device's address");
-	return h;
-}
 
 static void start_server_opts(const char *optimizer)
 {
@@ -43,13 +37,13 @@ static void start_server_opts(const char *optimizer)
 	int port = rdps_test_free_ports(1);
 
 	dir = rdps_test_tmpdir("verbs");
-	snprintf(text, sizeof(text), "%s %d\n", host(), port);
+	snprintf(text, sizeof(text), "%s %d\n", guest_host(), port);
 	snprintf(table, sizeof(table), "entity:%d:%d", ROWS, DIM);
 	ipc = rdps_test_write(dir, "ip_config.txt", text);
 	argv[3] = ipc;
 	cr_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
 	server = rdps_test_spawn(argv, logpath);
-	cr_assert_eq(rdps_test_wait_port(host(), port, 20000), 0, "server did not start");
+	cr_assert_eq(rdps_test_wait_port(guest_host(), port, 20000), 0, "server did not start");
 }
 
 static void start_server(void)
@@ -72,37 +66,6 @@ static void stop_server(void)
 	free(dir);
 }
 
-/*
- * librdmacm caches device contexts per process, and a child forked after
- * the parent touched verbs would reuse the parent's: every helper process
- * is forked before the test's own client exists, and waits on a pipe.
- */
-static pid_t fork_helper(int *go, void (*body)(void))
-{
-	int fds[2];
-	pid_t pid;
-	char c;
-
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		close(fds[1]);
-		if (read(fds[0], &c, 1) != 1)
-			_exit(2);
-		body();
-		_exit(0);
-	}
-	close(fds[0]);
-	*go = fds[1];
-	return pid;
-}
-
-static void release(int go)
-{
-	cr_assert_eq(write(go, "x", 1), 1);
-	close(go);
-}
 
 static struct rdps_client *connect_client(uint32_t id, uint32_t n, int timeout_ms, int mode)
 {
@@ -121,7 +84,7 @@ TestSuite(verbs, .init = start_server, .fini = stop_server, .timeout = 240);
 static uint64_t ids[ROWS];
 static float g[ROWS * DIM], out[ROWS * DIM];
 
-static void push_one_row(void)
+static void push_one_row(void *arg)
 {
 	struct rdps_client *c2 = connect_client(1, 2, 60000, RDPS_READ_VALIDATED);
 
@@ -133,7 +96,7 @@ Test(verbs, pulls_are_one_sided_while_the_server_is_paused)
 	struct rdps_server_stats st;
 	struct rdps_client *c;
 	int status, go;
-	pid_t pusher = fork_helper(&go, push_one_row);
+	pid_t pusher = guest_fork(&go, push_one_row, NULL);
 
 	for (int i = 0; i < ROWS; i++) {
 		ids[i] = (uint64_t)i;
@@ -156,7 +119,7 @@ Test(verbs, pulls_are_one_sided_while_the_server_is_paused)
 
 	/* A push must wait: its flush cannot be acknowledged while paused.
 	 * (The second client's handshake needs the server too.) */
-	release(go);
+	guest_release(go);
 	sleep(2);
 	cr_assert_eq(waitpid(pusher, &status, WNOHANG), 0, "a push completed on a paused server");
 	cr_assert_eq(kill(server, SIGCONT), 0);
@@ -175,7 +138,7 @@ Test(verbs, pulls_are_one_sided_while_the_server_is_paused)
  * consistent row has all elements equal. */
 enum { HOT = 8, PUSHES = 4000 };
 
-static void write_hot_rows(void)
+static void write_hot_rows(void *arg)
 {
 	struct rdps_client *w = connect_client(1, 2, 30000, RDPS_READ_VALIDATED);
 	uint64_t hot[HOT];
@@ -194,14 +157,14 @@ static void write_hot_rows(void)
 Test(verbs, validated_reads_never_return_torn_rows)
 {
 	int go;
-	pid_t writer = fork_helper(&go, write_hot_rows);
+	pid_t writer = guest_fork(&go, write_hot_rows, NULL);
 	struct rdps_client *r = connect_client(0, 2, 30000, RDPS_READ_VALIDATED);
 	uint64_t hot[HOT];
 	float rows[HOT * DIM];
 	long torn = 0, reads = 0;
 	int status;
 
-	release(go);
+	guest_release(go);
 	for (int i = 0; i < HOT; i++)
 		hot[i] = (uint64_t)(i * 3);
 	while (waitpid(writer, &status, WNOHANG) == 0) {
@@ -321,7 +284,7 @@ Test(verbs_nosrv, low_memlock_limit_is_explained, .timeout = 60)
 	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	int port = rdps_test_free_ports(1), st;
 
-	snprintf(text, sizeof(text), "%s %d\n", host(), port);
+	snprintf(text, sizeof(text), "%s %d\n", guest_host(), port);
 	ipcp = rdps_test_write(d, "ip_config.txt", text);
 	cr_assert(asprintf(&logp, "%s/out.log", d) > 0);
 	/* The unprivileged server must read its ip_config. */
@@ -363,14 +326,14 @@ Test(verbs_nosrv, wrong_secret_gets_no_rkey, .timeout = 60)
 	float row[8];
 	pid_t srv;
 
-	snprintf(text, sizeof(text), "%s %d\n", host(), port);
+	snprintf(text, sizeof(text), "%s %d\n", guest_host(), port);
 	ipcp = rdps_test_write(d, "ip_config.txt", text);
 	sec = rdps_test_write(d, "secret", "0123456789abcdef");
 	cr_assert(asprintf(&logp, "%s/server.log", d) > 0);
 	argv[3] = ipcp;
 	argv[11] = sec;
 	srv = rdps_test_spawn(argv, logp);
-	cr_assert_eq(rdps_test_wait_port(host(), port, 20000), 0);
+	cr_assert_eq(rdps_test_wait_port(guest_host(), port, 20000), 0);
 	memcpy(good.key, "0123456789abcdef", 16);
 	memcpy(bad.key, "0123456789abcdeX", 16);
 	p.ip_config = ipcp;

@@ -22,7 +22,7 @@ set_tests_properties(softroce/smoke PROPERTIES
 add_library(softroce_guest_common STATIC ${RDPS_SOFTROCE_DIR}/guest_common.c)
 target_link_libraries(softroce_guest_common PUBLIC rdps_all rdps_test_support)
 add_executable(softroce_guest_verbs ${RDPS_SOFTROCE_DIR}/guest_verbs.c)
-target_link_libraries(softroce_guest_verbs PRIVATE rdps_all rdps_test_support)
+target_link_libraries(softroce_guest_verbs PRIVATE softroce_guest_common)
 add_dependencies(softroce_guest_verbs rdps integration_test_cluster integration_test_faults
   softroce_guest_scale softroce_guest_sessions)
 # 64 clients over one receive queue, clients killed with pushes in flight.

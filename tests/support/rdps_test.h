@@ -35,4 +35,13 @@ char *rdps_test_slurp(const char *path);
  * or -errno (-EAGAIN when the socket's SO_RCVTIMEO ran out). */
 int rdps_test_recv_all(int s, void *buf, size_t len);
 
+/* A synthetic knowledge graph in out (num_entities, num_relations and
+ * num_triples, 8 communities, 100 valid and 100 test triples, seed), and
+ * its random k-way partition in part (if part is not NULL). Asserts. */
+void rdps_test_synth_kg(const char *out, uint64_t num_entities, uint32_t num_relations,
+			uint64_t num_triples, uint64_t seed, const char *part, uint32_t k);
+
+/* The k-way partition of the dataset in data into out (METIS or random). */
+void rdps_test_partition(const char *data, const char *out, uint32_t k, int method);
+
 #endif

@@ -38,27 +38,11 @@ static char *path(const char *name)
 
 static void setup(void)
 {
-	struct rdps_synth_opts so;
-	struct rdps_dataset_stats st;
-	struct rdps_partition_opts po = { .k = 2, .method = RDPS_PARTITION_RANDOM };
-	struct rdps_partition_result pr;
-	char err[512];
-
 	dir = rdps_test_tmpdir("train-start");
 	cr_assert(dir);
 	data = path("kg");
 	part = path("kg-part");
-	rdps_dataset_synth_defaults(&so);
-	so.num_entities = 1000;
-	so.num_relations = 12;
-	so.num_triples = 12000;
-	so.num_communities = 8;
-	so.num_valid = 100;
-	so.num_test = 100;
-	cr_assert_eq(rdps_dataset_synth(data, &so, &st, err, sizeof(err)), 0, "%s", err);
-	po.data_dir = data;
-	po.out_dir = part;
-	cr_assert_eq(rdps_partition_build(&po, &pr, err, sizeof(err)), 0, "%s", err);
+	rdps_test_synth_kg(data, 1000, 12, 12000, 0, part, 2);
 }
 
 static void teardown(void)
