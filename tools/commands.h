@@ -15,6 +15,9 @@ int rdps_cmd_partition(int argc, char **argv);
 int rdps_cmd_launch(int argc, char **argv);
 int rdps_cmd_doctor(int argc, char **argv);
 int rdps_cmd_bench(int argc, char **argv);
+int rdps_cmd_eval(int argc, char **argv);
+int rdps_cmd_predict(int argc, char **argv);
+int rdps_cmd_emb_sim(int argc, char **argv);
 
 struct rdps_command {
 	const char *name;

@@ -9,6 +9,9 @@
 static const struct rdps_command commands[] = {
 	{ "server", rdps_cmd_server, "run one parameter server of a job" },
 	{ "train", rdps_cmd_train, "train embeddings (standalone or with servers) and evaluate" },
+	{ "eval", rdps_cmd_eval, "rank the test triples with saved embeddings (dglke_eval)" },
+	{ "predict", rdps_cmd_predict, "top-K triples by score from saved embeddings (dglke_predict)" },
+	{ "emb_sim", rdps_cmd_emb_sim, "top-K most similar entities or relations (dglke_emb_sim)" },
 	{ "stats", rdps_cmd_stats, "print the request counters of running servers" },
 	{ "shutdown", rdps_cmd_shutdown, "ask every server of an ip_config to exit" },
 	{ "ckpt", rdps_cmd_ckpt, "ask every server to write a checkpoint now" },
