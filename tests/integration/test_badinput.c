@@ -341,7 +341,7 @@ Test(cli, malformed_ip_config_names_file_and_line)
 
 Test(cli, every_command_has_help)
 {
-	const char *cmds[] = { "server", "stats", "shutdown" };
+	const char *cmds[] = { "server", "stats", "shutdown", "eval", "predict", "emb_sim" };
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		char *d = rdps_test_tmpdir("help"), *logp, *log;
