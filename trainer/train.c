@@ -1321,7 +1321,8 @@ static void *worker_main(void *arg)
 		fflush(stdout);
 	}
 	if ((o->test || o->valid) && w->t == 0) {
-		/* The filter: every true triple of the dataset. */
+		/* The filter: every true triple of the dataset (train, valid and test
+		 * whichever is evaluated, as DGL-KE's EvalDataset). */
 		ret = rdps_triple_set_create(&filter, j->all_train.count + j->valid.count +
 						      j->test.count);
 		const struct rdps_triples *sets[3] = { &j->all_train, &j->valid, &j->test };
@@ -1478,10 +1479,11 @@ static int load_data(struct job *j, char *err, size_t errlen)
 			goto out;
 	}
 	if (!o->partition_dir) {
+		/* Either evaluation needs both other splits: they are in its filter. */
 		ret = rdps_dataset_load(ds, RDPS_SPLIT_TRAIN, &j->all_train, err, errlen);
-		if (!ret && (o->valid))
+		if (!ret && (o->test || o->valid))
 			ret = rdps_dataset_load(ds, RDPS_SPLIT_VALID, &j->valid, err, errlen);
-		if (!ret && (o->test))
+		if (!ret && (o->test || o->valid))
 			ret = rdps_dataset_load(ds, RDPS_SPLIT_TEST, &j->test, err, errlen);
 		if (ret)
 			goto out;
@@ -1604,9 +1606,9 @@ static int load_data(struct job *j, char *err, size_t errlen)
 				j->all_train = all;
 			}
 		}
-		if (!ret && o->valid)
+		if (!ret && (o->test || o->valid))
 			ret = rdps_partition_load_split(p, RDPS_SPLIT_VALID, NULL, &j->valid, err, errlen);
-		if (!ret && o->test)
+		if (!ret && (o->test || o->valid))
 			ret = rdps_partition_load_split(p, RDPS_SPLIT_TEST, NULL, &j->test, err, errlen);
 		if (!ret && o->save_path && o->rank == 0)
 			ret = rdps_partition_load_idmap(p, NULL, &j->new_to_old, NULL, err, errlen);

@@ -21,7 +21,9 @@
  * waited for and the trainers that may be missing.
  *
  * After training: filtered evaluation (each trainer ranks its share of the
- * test triples against every entity, pulled in chunks; the metric sums are
+ * test triples against every entity, pulled in chunks, skipping those that
+ * make a triple of train, valid or test, whichever split is evaluated, as
+ * DGL-KE's filter does; the metric sums are
  * reduced with an allreduce, on request those of every relation too, in
  * pieces of RDPS_ALLREDUCE_MAX values), then trainer 0 saves the embeddings
  * as .npy in the original entities.dict / relations.dict order.

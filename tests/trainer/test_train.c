@@ -160,6 +160,89 @@ Test(train, standalone_learns)
 	free(data);
 }
 
+/*
+ * The evaluation filter holds train + valid + test whichever split is
+ * evaluated (DGL-KE's EvalDataset), not only the splits evaluated.
+ *
+ * Five entities e0..e4, relations r0 and r1:
+ *   train  (e0 r1 e1) (e1 r1 e2) (e2 r1 e3) (e3 r1 e4) (e4 r0 e4) (e0 r0 e3)
+ *   valid  (e0 r0 e2) (e3 r0 e1)
+ *   test   (e0 r0 e1)
+ * DistMult with gamma -2 draws its rows from U(-(gamma + 2) / dim, ...): all
+ * zero, so with max_step 0 every candidate ties with the true entity and a
+ * pessimistic (DGL-KE) rank is 1 + the candidates the filter leaves.
+ *
+ * Test, tail (e0 r0 ?), true e1: skip e1, e3 (train), e2 (valid): e0 and e4
+ *   are left, rank 3 (without valid in the filter also e2: rank 4).
+ * Test, head (? r0 e1), true e0: skip e0, e3 (valid): rank 4 (without valid
+ *   5). MRR (1/3 + 1/4) / 2 = 7/24, MR 3.5 (without: MRR 0.225, MR 4.5).
+ * Valid (e0 r0 e2): tail skips e2, e3 (train), e1 (test): rank 3 (without
+ *   test in the filter 4); head skips e0 only: rank 5.
+ * Valid (e3 r0 e1): tail skips e1 only: rank 5; head skips e3, e0 (test):
+ *   rank 4 (without test 5).
+ *   MRR (1/3 + 1/5 + 1/5 + 1/4) / 4 = 59/240, MR 17/4.
+ */
+static void write_filter_dataset(const char *d)
+{
+	static const char *const files[][2] = {
+		{ "entities.dict", "0\te0\n1\te1\n2\te2\n3\te3\n4\te4\n" },
+		{ "relations.dict", "0\tr0\n1\tr1\n" },
+		{ "train.txt", "e0\tr1\te1\ne1\tr1\te2\ne2\tr1\te3\ne3\tr1\te4\ne4\tr0\te4\n"
+			       "e0\tr0\te3\n" },
+		{ "valid.txt", "e0\tr0\te2\ne3\tr0\te1\n" },
+		{ "test.txt", "e0\tr0\te1\n" },
+	};
+
+	cr_assert_eq(mkdir(d, 0755), 0, "%s", d);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		free(rdps_test_write(d, files[i][0], files[i][1]));
+}
+
+static void filter_opts(struct rdps_train_opts *o, const char *data, bool test, bool valid)
+{
+	small_opts(o, data);
+	o->model.name = "DistMult";
+	o->model.hidden_dim = 4;
+	o->model.gamma = -2.0f;
+	o->model.adv = false;
+	o->max_step = 0;
+	o->batch_size = 4;
+	o->neg_sample_size = 2;
+	o->test = test;
+	o->valid = valid;
+}
+
+Test(train, filter_holds_train_valid_and_test_whichever_split_is_evaluated)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], *data = path("filter5");
+
+	write_filter_dataset(data);
+	/* --test alone: the valid triples filter the test queries too */
+	filter_opts(&o, data, true, false);
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(r.have_test && !r.have_valid);
+	cr_assert_eq(r.test.count, 2);
+	cr_assert_float_eq(r.test.mr, 3.5, 1e-12, "MR %g (4.5: valid not in the filter)", r.test.mr);
+	cr_assert_float_eq(r.test.mrr, 7.0 / 24, 1e-12, "MRR %.6f", r.test.mrr);
+	cr_assert_float_eq(r.test.hits3, 0.5, 1e-12);
+	/* --valid alone: the test triples filter the valid queries */
+	filter_opts(&o, data, false, true);
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(r.have_valid && !r.have_test);
+	cr_assert_eq(r.valid.count, 4);
+	cr_assert_float_eq(r.valid.mr, 17.0 / 4, 1e-12, "MR %g (4.75: test not in the filter)",
+			   r.valid.mr);
+	cr_assert_float_eq(r.valid.mrr, 59.0 / 240, 1e-12, "MRR %.6f", r.valid.mrr);
+	/* both: the same ranks */
+	filter_opts(&o, data, true, true);
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_float_eq(r.test.mr, 3.5, 1e-12);
+	cr_assert_float_eq(r.valid.mr, 17.0 / 4, 1e-12);
+	free(data);
+}
+
 Test(train, unknown_model_is_refused)
 {
 	struct rdps_train_opts o;
