@@ -292,6 +292,13 @@ static int connect_worker(struct worker *w)
 		job_fail(j, ret, "%s (is another trainer running with --rank %u?)", err, o->rank);
 		return ret;
 	}
+	if (ret == -ECONNREFUSED || ret == -ETIMEDOUT || ret == -EHOSTUNREACH ||
+	    ret == -ENETUNREACH) {
+		job_fail(j, ret, "no server reachable: %s; gave up after --timeout %g s (are the "
+			 "servers of %s running?)", err, p.timeout_ms > 0 ? p.timeout_ms / 1000.0 : 60.0,
+			 o->ip_config);
+		return ret;
+	}
 	if (ret) {
 		job_fail(j, ret, "%s", err);
 		return ret;
