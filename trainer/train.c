@@ -32,8 +32,12 @@ void rdps_train_opts_init(struct rdps_train_opts *o)
 	rdps_model_params_init(&o->model);
 	o->transport = "auto";
 	o->num_trainers = 1;
+	o->num_proc = 1;
 	o->num_thread = 1;
 	o->batch_size = 1024;
+	o->batch_size_eval = 8;
+	o->eval_interval = 10000;
+	o->eval_percent = 1.0;
 	o->neg_sample_size = 256;
 	o->max_step = 80000;
 	o->log_interval = 1000;
@@ -63,6 +67,7 @@ struct worker {
 	size_t scratch_size;
 	/* progress */
 	uint64_t steps, positives;
+	uint64_t negatives;         /* negative slots scored */
 	uint64_t done_steps;        /* steps run by this call (after a resume: the rest) */
 	uint64_t rolled_back;       /* pushed rows server restarts undid (at training end) */
 	uint64_t reconnects;        /* of this thread's client (at training end) */
@@ -74,16 +79,26 @@ struct worker {
 };
 
 struct job {
-	const struct rdps_train_opts *o;
+	const struct rdps_train_opts *o;    /* as run: num_thread covers num_proc, data_dir
+					     * resolved */
+	const struct rdps_train_opts *user; /* as given (config.json) */
 	struct rdps_train_result *res;
 	struct rdps_model *model;
 	uint32_t ent_dim, rel_dim;
 	uint64_t num_entities;
 	uint32_t num_relations;
 	char dataset_name[128];
+	char import_dir[4096];          /* a udd format's temporary directory, or "" */
+	char data_dir[4200];            /* the raw layout read, when found from data_path */
 	struct rdps_triples train;      /* this trainer's positives */
 	struct rdps_triples all_train;  /* every train triple (filter), may alias train */
 	struct rdps_triples valid, test;
+	struct rdps_triples valid_eval, test_eval; /* the eval_percent share (may alias) */
+	struct rdps_triple_set *filter; /* train + valid + test; NULL: raw ranking */
+	uint32_t negs;                  /* negatives per chunk (with --neg_deg_sample: more) */
+	bool interrupted;               /* o->stop was seen: save what there is */
+	uint64_t stop_step;             /* the step thread 0 stopped at */
+	char save_note[900];            /* interrupted: where the embeddings went */
 	uint32_t *new_to_old;           /* NULL: ids are the original ones */
 	uint64_t data_digest;           /* the data every trainer must share */
 	bool start_failed;              /* the data did not load: only tell the others */
@@ -105,6 +120,8 @@ static void job_fail(struct job *j, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int peer_timeout_ms(const struct rdps_train_opts *o);
 static int job_collective(struct worker *w, const char *what, double *v, size_t n);
+static int evaluate(struct worker *w, const struct rdps_triples *split, const char *name,
+		    bool per_rel, struct rdps_eval_metrics *m, struct rdps_train_relation_sums *rel);
 
 static void job_fail(struct job *j, int ret, const char *fmt, ...)
 {
@@ -215,7 +232,7 @@ static int worker_alloc(struct worker *w)
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	uint32_t B = o->batch_size, nchunks = (B + j->chunk - 1) / j->chunk;
-	uint32_t negs = nchunks * o->neg_sample_size;
+	uint32_t negs = nchunks * j->negs;
 	uint32_t max_ent = 2 * B + negs;
 
 	w->head = malloc(B * sizeof(uint32_t));
@@ -229,8 +246,7 @@ static int worker_alloc(struct worker *w)
 	w->ent_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)max_ent * j->ent_dim * 4, 64));
 	w->rel_rows = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
 	w->rel_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
-	w->scratch_size = rdps_model_scratch_size(j->model, j->chunk, o->neg_sample_size,
-						  max_ent, B);
+	w->scratch_size = rdps_model_scratch_size(j->model, j->chunk, j->negs, max_ent, B);
 	w->scratch = malloc(w->scratch_size);
 	if (!w->head || !w->rel || !w->tail || !w->neg || !w->tmp || !w->ent_ids ||
 	    !w->rel_ids || !w->ent_rows || !w->ent_grad || !w->rel_rows || !w->rel_grad ||
@@ -335,7 +351,7 @@ static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
-	uint32_t B = o->batch_size, N = o->neg_sample_size;
+	uint32_t B = o->batch_size, N = j->negs;
 	uint32_t nchunks = (B + j->chunk - 1) / j->chunk, n = 0;
 
 	for (uint32_t i = 0; i < B; i++) {
@@ -350,8 +366,19 @@ static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
 		w->rel[i] = tr[1];
 		w->tail[i] = tr[2];
 	}
-	for (uint32_t i = 0; i < nchunks * N; i++)
-		w->neg[i] = uniform(&w->rng, j->num_entities);
+	for (uint32_t i = 0; i < nchunks * N; i++) {
+		const uint32_t *tr;
+
+		if (i % N < o->neg_sample_size) {
+			w->neg[i] = uniform(&w->rng, j->num_entities);
+			continue;
+		}
+		/* --neg_deg_sample: the corrupted end of a random positive is an
+		 * entity drawn in proportion to its degree (DGL-KE draws the
+		 * chunk's own positives, and masks each one's own) */
+		tr = j->train.ids + 3 * (uint64_t)uniform(&w->rng, j->train.count);
+		w->neg[i] = tr[neg_head ? 0 : 2];
+	}
 	memcpy(w->tmp, w->head, B * 4);
 	memcpy(w->tmp + B, w->tail, B * 4);
 	memcpy(w->tmp + 2 * B, w->neg, (size_t)nchunks * N * 4);
@@ -373,11 +400,36 @@ static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
 	};
 }
 
-static void log_progress(struct job *j, uint64_t step)
+/* A duration for progress lines: "8.5 s", "12m 05s", "3h 07m". */
+static const char *fmt_secs(char *buf, size_t len, double s)
+{
+	if (!(s >= 0) || s > 1e8)
+		snprintf(buf, len, "?");
+	else if (s < 60)
+		snprintf(buf, len, "%.1f s", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%dm %02ds", (int)s / 60, (int)s % 60);
+	else
+		snprintf(buf, len, "%dh %02dm", (int)s / 3600, (int)s % 3600 / 60);
+	return buf;
+}
+
+/* "elapsed 1m 05s  ETA 3.2 s" after done of total units in secs. */
+static const char *fmt_eta(char *buf, size_t len, double secs, double done, double total)
+{
+	char a[32], b[32];
+
+	snprintf(buf, len, "elapsed %s  ETA %s", fmt_secs(a, sizeof(a), secs),
+		 done > 0 ? fmt_secs(b, sizeof(b), secs / done * (total - done)) : "?");
+	return buf;
+}
+
+static void log_progress(struct job *j, uint64_t first, uint64_t step)
 {
 	const struct rdps_train_opts *o = j->o;
 	double secs = (rdps_now_ns() - j->t_start) / 1e9, loss = 0, pull = 0, push = 0, comp = 0;
 	uint64_t pos = 0, n = 0, steps = 0;
+	char eta[96];
 
 	for (uint32_t t = 0; t < o->num_thread; t++) {
 		struct worker *w = &j->w[t];
@@ -395,9 +447,12 @@ static void log_progress(struct job *j, uint64_t step)
 	j->w[0].loss_sum = 0;
 	j->w[0].loss_n = 0;
 	j->w[0].pull_ns = j->w[0].push_ns = j->w[0].comp_ns = 0;
-	printf("[trainer %u] step %llu/%llu  loss %.4f  %.0f pos/s  pull %.2f ms  compute %.2f ms  push %.2f ms\n",
+	printf("[trainer %u] step %llu/%llu  loss %.4f  %.0f pos/s  pull %.2f ms  compute %.2f ms  "
+	       "push %.2f ms  %s\n",
 	       o->rank, (unsigned long long)step, (unsigned long long)o->max_step, loss,
-	       secs > 0 ? pos / secs : 0.0, pull, comp, push);
+	       secs > 0 ? pos / secs : 0.0, pull, comp, push,
+	       fmt_eta(eta, sizeof(eta), secs, (double)(step - first),
+		       (double)(o->max_step - first)));
 	fflush(stdout);
 	(void)steps;
 }
@@ -461,13 +516,106 @@ static int load_progress(struct worker *w, uint64_t *step)
 	return ret;
 }
 
+/* One step: sample, pull, compute, push. */
+static int train_step(struct worker *w, uint64_t step)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_step_result sr;
+	struct rdps_batch b;
+	uint64_t t0, t1, t2, t3;
+	int ret;
+
+	/* DGL-KE alternates head and tail corruption. */
+	build_batch(w, &b, (int)(step & 1));
+	t0 = rdps_now_ns();
+	ret = rdps_client_pull(w->c, w->ent_table, w->ent_ids, w->n_ent, w->ent_rows);
+	if (!ret)
+		ret = rdps_client_pull(w->c, w->rel_table, w->rel_ids, w->n_rel, w->rel_rows);
+	if (ret) {
+		job_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
+		return ret;
+	}
+	t1 = rdps_now_ns();
+	memset(w->ent_grad, 0, (size_t)w->n_ent * j->ent_dim * 4);
+	memset(w->rel_grad, 0, (size_t)w->n_rel * j->rel_dim * 4);
+	ret = rdps_model_step(j->model, &b, w->ent_rows, w->rel_rows, w->ent_grad,
+			      w->rel_grad, w->scratch, w->scratch_size, &sr);
+	if (ret) {
+		job_fail(j, ret, "model step failed: %s", rdps_strerror(ret));
+		return ret;
+	}
+	t2 = rdps_now_ns();
+	ret = rdps_client_push(w->c, w->ent_table, w->ent_ids, w->ent_grad, w->n_ent);
+	if (!ret)
+		ret = rdps_client_push(w->c, w->rel_table, w->rel_ids, w->rel_grad, w->n_rel);
+	if (!ret && o->sync_push)
+		ret = rdps_client_flush(w->c);
+	if (ret == -ECONNRESET && o->reconnect_ms) {
+		/* A server came back from its checkpoint: this step's
+		 * and unacknowledged pushes are lost, training goes on. */
+		rdps_warn("trainer %u: %s; continuing", o->rank, rdps_client_errmsg(w->c));
+		ret = 0;
+	}
+	if (ret) {
+		job_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
+		return ret;
+	}
+	t3 = rdps_now_ns();
+	w->pull_ns += t1 - t0;
+	w->comp_ns += t2 - t1;
+	w->push_ns += t3 - t2;
+	/* DGL-KE's printed loss leaves out the regularization. */
+	w->loss_sum += sr.loss - sr.reg;
+	w->loss_n++;
+	w->negatives += (uint64_t)((b.size + b.chunk - 1) / b.chunk) * b.neg;
+	__atomic_store_n(&w->positives, w->positives + o->batch_size, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* --valid with eval_interval: the valid metrics in the middle of training,
+ * as DGL-KE prints them ("[0]Valid average MRR: ..."). Every thread of
+ * every trainer comes (the reduction needs them all). */
+static int validate_during(struct worker *w, uint64_t step)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_eval_metrics m;
+	uint64_t t0 = rdps_now_ns();
+	int ret = evaluate(w, &j->valid_eval, "valid", false, &m, NULL);
+
+	if (ret || w->t != 0)
+		return ret;
+	j->res->valid_evals++;
+	if (o->rank == 0) {
+		char v[5][48];
+
+		rdps_eval_format_number(v[0], sizeof(v[0]), m.mrr);
+		rdps_eval_format_number(v[1], sizeof(v[1]), m.mr);
+		rdps_eval_format_number(v[2], sizeof(v[2]), m.hits1);
+		rdps_eval_format_number(v[3], sizeof(v[3]), m.hits3);
+		rdps_eval_format_number(v[4], sizeof(v[4]), m.hits10);
+		printf("[trainer %u] step %llu/%llu: validation\n[0]Valid average MRR: %s\n"
+		       "[0]Valid average MR: %s\n[0]Valid average HITS@1: %s\n"
+		       "[0]Valid average HITS@3: %s\n[0]Valid average HITS@10: %s\n"
+		       "validation take %.3f seconds:\n", o->rank, (unsigned long long)step,
+		       (unsigned long long)o->max_step, v[0], v[1], v[2], v[3], v[4],
+		       (rdps_now_ns() - t0) / 1e9);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static bool stop_requested(const struct rdps_train_opts *o)
+{
+	return o->stop && *o->stop;
+}
+
 static int train_loop(struct worker *w)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	uint32_t every = o->log_interval ? o->log_interval : 1000;
-	struct rdps_step_result sr;
-	struct rdps_batch b;
 	uint64_t first = 0;
 	int ret;
 
@@ -476,58 +624,24 @@ static int train_loop(struct worker *w)
 	if (o->resume && w->t == 0)
 		rdps_info("trainer %u: resuming at step %llu of %llu", o->rank,
 			  (unsigned long long)first, (unsigned long long)o->max_step);
-	if (!w->norder)
-		return 0; /* nothing local to train on (more threads than triples) */
+	/* A thread without triples (more threads than triples) still keeps
+	 * the step count: the syncs and validations below need every thread. */
 	for (uint64_t step = first; step < o->max_step && !__atomic_load_n(&j->ret, __ATOMIC_RELAXED);
 	     step++) {
-		uint64_t t0, t1, t2, t3;
-
-		/* DGL-KE alternates head and tail corruption. */
-		build_batch(w, &b, (int)(step & 1));
-		t0 = rdps_now_ns();
-		ret = rdps_client_pull(w->c, w->ent_table, w->ent_ids, w->n_ent, w->ent_rows);
-		if (!ret)
-			ret = rdps_client_pull(w->c, w->rel_table, w->rel_ids, w->n_rel, w->rel_rows);
-		if (ret) {
-			job_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
+		if (stop_requested(o)) {
+			pthread_mutex_lock(&j->lock);
+			if (!j->interrupted)
+				j->stop_step = __atomic_load_n(&j->w[0].steps, __ATOMIC_RELAXED);
+			j->interrupted = true;
+			pthread_mutex_unlock(&j->lock);
+			job_fail(j, -EINTR, "interrupted during training");
+			return -EINTR;
+		}
+		if (w->norder && (ret = train_step(w, step)))
 			return ret;
-		}
-		t1 = rdps_now_ns();
-		memset(w->ent_grad, 0, (size_t)w->n_ent * j->ent_dim * 4);
-		memset(w->rel_grad, 0, (size_t)w->n_rel * j->rel_dim * 4);
-		ret = rdps_model_step(j->model, &b, w->ent_rows, w->rel_rows, w->ent_grad,
-				      w->rel_grad, w->scratch, w->scratch_size, &sr);
-		if (ret) {
-			job_fail(j, ret, "model step failed: %s", rdps_strerror(ret));
-			return ret;
-		}
-		t2 = rdps_now_ns();
-		ret = rdps_client_push(w->c, w->ent_table, w->ent_ids, w->ent_grad, w->n_ent);
-		if (!ret)
-			ret = rdps_client_push(w->c, w->rel_table, w->rel_ids, w->rel_grad, w->n_rel);
-		if (!ret && o->sync_push)
-			ret = rdps_client_flush(w->c);
-		if (ret == -ECONNRESET && o->reconnect_ms) {
-			/* A server came back from its checkpoint: this step's
-			 * and unacknowledged pushes are lost, training goes on. */
-			rdps_warn("trainer %u: %s; continuing", o->rank, rdps_client_errmsg(w->c));
-			ret = 0;
-		}
-		if (ret) {
-			job_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
-			return ret;
-		}
-		t3 = rdps_now_ns();
-		w->pull_ns += t1 - t0;
-		w->comp_ns += t2 - t1;
-		w->push_ns += t3 - t2;
-		/* DGL-KE's printed loss leaves out the regularization. */
-		w->loss_sum += sr.loss - sr.reg;
-		w->loss_n++;
 		__atomic_store_n(&w->steps, step + 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&w->positives, w->positives + o->batch_size, __ATOMIC_RELAXED);
 		if (w->t == 0 && o->log_interval && (step + 1) % o->log_interval == 0)
-			log_progress(j, step + 1);
+			log_progress(j, first, step + 1);
 		if (o->checkpoint_dir && ((step + 1) % every == 0 || step + 1 == o->max_step) &&
 		    (ret = save_progress(w, step + 1))) {
 			job_fail(j, ret, "cannot write progress into %s: %s", o->checkpoint_dir,
@@ -535,6 +649,25 @@ static int train_loop(struct worker *w)
 			return ret;
 		}
 		w->done_steps++;
+		/* DGL-KE's --force_sync_interval: the trainer's threads (its
+		 * processes there) wait for each other, their pushes applied. */
+		if (o->force_sync_interval && (step + 1) % o->force_sync_interval == 0) {
+			ret = rdps_client_flush(w->c);
+			if (ret) {
+				job_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
+				return ret;
+			}
+			ret = local_sync(j);
+			if (ret)
+				return ret;
+			if (w->t == 0)
+				j->res->forced_syncs++;
+		}
+		/* as DGL-KE: at every multiple of eval_interval but the last step
+		 * (the valid metrics after training come next) */
+		if (o->valid && o->eval_interval && (step + 1) % o->eval_interval == 0 && step > 1 &&
+		    step + 1 < o->max_step && (ret = validate_during(w, step + 1)))
+			return ret;
 	}
 	return 0;
 }
@@ -610,13 +743,100 @@ static int relation_doubles(const struct rdps_eval *ev, uint32_t num_relations,
 	return 0;
 }
 
+/* Progress of an evaluation: a line at every tenth of the work. */
+struct eval_progress {
+	const char *name;
+	const char *unit;           /* what done and total count */
+	uint64_t total;
+	uint64_t t0;
+	unsigned next;              /* next tenth to report */
+};
+
+static void eval_progress(const struct job *j, struct eval_progress *p, uint64_t done)
+{
+	char eta[96];
+
+	if (!p->total || done * 10 < (uint64_t)p->next * p->total)
+		return;
+	while (p->next <= 10 && done * 10 >= (uint64_t)p->next * p->total)
+		p->next++;
+	printf("[trainer %u] evaluating %s: %3.0f%% (%llu/%llu %s)  %s\n", j->o->rank, p->name,
+	       100.0 * done / p->total, (unsigned long long)done, (unsigned long long)p->total,
+	       p->unit, fmt_eta(eta, sizeof(eta), (rdps_now_ns() - p->t0) / 1e9, (double)done,
+				(double)p->total));
+	fflush(stdout);
+}
+
+/* Floyd's draw of k distinct ids below n into out (k <= n), in the order
+ * drawn; seen is a bitmap of n bits, all clear, left clear. */
+static void draw_distinct(uint64_t *rng, uint64_t n, uint64_t k, uint8_t *seen, uint32_t *out)
+{
+	uint64_t m = 0;
+
+	for (uint64_t i = n - k; i < n; i++) {
+		uint32_t t = uniform(rng, i + 1);
+
+		if (seen[t >> 3] & (1u << (t & 7)))
+			t = (uint32_t)i;
+		seen[t >> 3] |= (uint8_t)(1u << (t & 7));
+		out[m++] = t;
+	}
+	for (uint64_t i = 0; i < m; i++)
+		seen[out[i] >> 3] &= (uint8_t)~(1u << (out[i] & 7));
+}
+
+/*
+ * DGL-KE's sampled evaluation (--neg_sample_size_eval S): the queries of
+ * one side, in batches of batch_size_eval triples, each batch ranked against
+ * S distinct entities drawn for it (with --neg_deg_sample_eval also the
+ * batch's true entities of that side: DGL-KE's degree-based negatives).
+ * q0: the side's first query; h_or_t: the side's true entities.
+ */
+static int eval_sampled_side(struct worker *w, struct rdps_eval *ev, size_t q0,
+			     const uint32_t *truth, uint64_t n, uint64_t *rng, uint8_t *seen,
+			     uint32_t *ids, float *cand, uint64_t *buf, struct eval_progress *pr,
+			     uint64_t *done)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	uint64_t S = o->neg_sample_size_eval, G = o->batch_size_eval;
+	int ret = 0;
+
+	for (uint64_t i0 = 0; !ret && i0 < n; i0 += G) {
+		uint64_t g = n - i0 < G ? n - i0 : G, k = S;
+
+		if (stop_requested(o))
+			return -EINTR;
+		draw_distinct(rng, j->num_entities, S, seen, ids);
+		for (uint64_t i = 0; i < k; i++)
+			seen[ids[i] >> 3] |= (uint8_t)(1u << (ids[i] & 7));
+		for (uint64_t i = 0; o->neg_deg_sample_eval && i < g; i++) {
+			uint32_t e = truth[i0 + i];
+
+			if (!(seen[e >> 3] & (1u << (e & 7)))) {
+				seen[e >> 3] |= (uint8_t)(1u << (e & 7));
+				ids[k++] = e;
+			}
+		}
+		for (uint64_t i = 0; i < k; i++)
+			seen[ids[i] >> 3] &= (uint8_t)~(1u << (ids[i] & 7));
+		qsort(ids, k, sizeof(*ids), cmp_u32);
+		ret = pull_ids(w, w->ent_table, ids, k, j->ent_dim, cand, buf);
+		if (!ret)
+			ret = rdps_eval_add_sampled(ev, q0 + i0, g, ids, cand, (uint32_t)k);
+		*done += g;
+		eval_progress(j, pr, *done);
+	}
+	return ret;
+}
+
 /* Ranks this trainer's share of split (thread 0 only) and reduces the
- * sums over every client of the job (all threads); with eval_per_relation
- * also the sums of each relation, which thread 0 stores into rel
- * (num_relations entries). */
+ * sums over every client of the job (all threads); with per_rel also the
+ * sums of each relation, which thread 0 stores into rel (num_relations
+ * entries). Against every entity, streamed in chunks, or (with
+ * neg_sample_size_eval) against drawn ones; j->filter skips true triples. */
 static int evaluate(struct worker *w, const struct rdps_triples *split, const char *name,
-		    struct rdps_triple_set *filter, struct rdps_eval_metrics *m,
-		    struct rdps_train_relation_sums *rel)
+		    bool per_rel, struct rdps_eval_metrics *m, struct rdps_train_relation_sums *rel)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
@@ -624,10 +844,13 @@ static int evaluate(struct worker *w, const struct rdps_triples *split, const ch
 	struct rdps_eval *ev = NULL;
 	struct rdps_triple *share = NULL;
 	struct rdps_eval_sums *side = NULL;
-	uint32_t *h = NULL, *r = NULL, *t = NULL;
+	uint32_t *h = NULL, *r = NULL, *t = NULL, *ids = NULL;
 	float *hr = NULL, *rr = NULL, *tr = NULL, *cand = NULL;
 	uint64_t *buf = NULL, n = 0;
-	bool per_rel = o->eval_per_relation;
+	uint8_t *seen = NULL;
+	bool sampled = o->neg_sample_size_eval && o->neg_sample_size_eval < j->num_entities;
+	uint64_t cand_rows = sampled ? o->neg_sample_size_eval + o->batch_size_eval
+				     : EVAL_CHUNK_ROWS;
 	size_t nrv = per_rel ? (size_t)j->num_relations * 2 * SUMS_DOUBLES : 0;
 	double v[SUMS_DOUBLES + 1], *rv = NULL;
 	char what[64];
@@ -653,12 +876,17 @@ static int evaluate(struct worker *w, const struct rdps_triples *split, const ch
 		hr = malloc((n ? n : 1) * j->ent_dim * 4);
 		tr = malloc((n ? n : 1) * j->ent_dim * 4);
 		rr = malloc((n ? n : 1) * j->rel_dim * 4);
-		cand = malloc((size_t)EVAL_CHUNK_ROWS * j->ent_dim * 4);
-		buf = malloc(EVAL_CHUNK_ROWS * sizeof(uint64_t));
+		cand = malloc((size_t)cand_rows * j->ent_dim * 4);
+		buf = malloc((cand_rows > EVAL_CHUNK_ROWS ? cand_rows : EVAL_CHUNK_ROWS) *
+			     sizeof(uint64_t));
+		if (sampled) {
+			ids = malloc(cand_rows * sizeof(*ids));
+			seen = calloc(j->num_entities / 8 + 1, 1);
+		}
 		if (per_rel)
 			side = malloc((j->num_relations ? j->num_relations : 1) * sizeof(*side));
 		if (!share || !h || !r || !t || !hr || !tr || !rr || !cand || !buf ||
-		    (per_rel && !side)) {
+		    (per_rel && !side) || (sampled && (!ids || !seen))) {
 			ret = -ENOMEM;
 			goto reduce;
 		}
@@ -672,12 +900,13 @@ static int evaluate(struct worker *w, const struct rdps_triples *split, const ch
 		}
 		if (n) {
 			struct rdps_eval_params ep = {
-				.model = j->model, .test = share, .n_test = n, .filter = filter,
+				.model = j->model, .test = share, .n_test = n, .filter = j->filter,
 				.n_entities = (uint32_t)j->num_entities,
 				.num_threads = o->num_thread,
 				.ties = RDPS_EVAL_TIES_PESSIMISTIC, /* DGL-KE: score >= true */
 				.sides = RDPS_EVAL_BOTH,
 			};
+			struct eval_progress pr = { .name = name, .t0 = t0 };
 
 			ret = rdps_eval_create(&ev, &ep);
 			if (!ret)
@@ -688,19 +917,43 @@ static int evaluate(struct worker *w, const struct rdps_triples *split, const ch
 				ret = pull_ids(w, w->rel_table, r, n, j->rel_dim, rr, buf);
 			if (!ret)
 				ret = rdps_eval_set_rows(ev, hr, rr, tr);
+			if (sampled) {
+				/* a seed of its own: the split and the rank pick it */
+				uint64_t rng = (o->seed + 1) * 0x9e3779b97f4a7c15ull ^
+					       XXH3_64bits(name, strlen(name)) ^
+					       (o->rank + 1ull) * 0xbf58476d1ce4e5b9ull, done = 0;
+
+				rng = rng ? rng : 1;
+				pr.unit = "queries";
+				pr.total = 2 * n;
+				if (!ret)
+					ret = eval_sampled_side(w, ev, 0, t, n, &rng, seen, ids, cand,
+								buf, &pr, &done);
+				if (!ret)
+					ret = eval_sampled_side(w, ev, n, h, n, &rng, seen, ids, cand,
+								buf, &pr, &done);
+			}
 			/* Candidates stream through in chunks: no trainer holds the
 			 * whole entity table. */
-			for (uint64_t c = 0; !ret && c < j->num_entities; c += EVAL_CHUNK_ROWS) {
+			pr.unit = "entities";
+			pr.total = sampled ? 0 : j->num_entities;
+			for (uint64_t c = 0; !ret && !sampled && c < j->num_entities;
+			     c += EVAL_CHUNK_ROWS) {
 				uint64_t cnt = j->num_entities - c < EVAL_CHUNK_ROWS
 						       ? j->num_entities - c
 						       : EVAL_CHUNK_ROWS;
 
+				if (stop_requested(o)) {
+					ret = -EINTR;
+					break;
+				}
 				for (uint64_t i = 0; i < cnt; i++)
 					buf[i] = c + i;
 				ret = rdps_client_pull(w->c, w->ent_table, buf, cnt, cand);
 				if (!ret)
 					ret = rdps_eval_add_candidates(ev, (uint32_t)c, cand,
 								       (uint32_t)cnt);
+				eval_progress(j, &pr, c + cnt);
 			}
 			if (!ret)
 				rdps_eval_get_sums(ev, &sums);
@@ -714,9 +967,17 @@ static int evaluate(struct worker *w, const struct rdps_triples *split, const ch
 				  (unsigned long long)n, name, (rdps_now_ns() - t0) / 1e9);
 	}
 reduce:
-	if (ret)
+	if (ret == -EINTR) {
+		pthread_mutex_lock(&j->lock);
+		if (!j->interrupted)
+			j->stop_step = __atomic_load_n(&j->w[0].steps, __ATOMIC_RELAXED);
+		j->interrupted = true;
+		pthread_mutex_unlock(&j->lock);
+		job_fail(j, ret, "interrupted during the evaluation on %s", name);
+	} else if (ret) {
 		job_fail(j, ret, "evaluation on %s: %s", name,
 			 ret == -ENOMEM ? "out of memory" : rdps_client_errmsg(w->c));
+	}
 	sums_to_doubles(&sums, v);
 	/* How many clients reduce per relation next: all of them or none, or
 	 * the collectives would not pair up. */
@@ -758,6 +1019,8 @@ reduce:
 	free(tr);
 	free(cand);
 	free(buf);
+	free(ids);
+	free(seen);
 	return ret;
 }
 
@@ -821,39 +1084,328 @@ out:
 	return ret;
 }
 
+/* ---------------------------------------------------------------------- */
+/* config.json and results.json: JSON as Python's json.dump(indent=4)
+ * writes it, numbers as Python prints them (DGL-KE's files are written so).
+ */
+
+struct jw {
+	FILE *f;
+	int depth;
+	bool first[4];              /* no member written yet at this depth (0: the
+				     * top object, its members indented by 4) */
+};
+
+static void jw_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c == '\t')
+			fputs("\\t", f);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* Starts member key at the current depth (key NULL: an array element). */
+static void jw_key(struct jw *w, const char *key)
+{
+	fprintf(w->f, "%s\n%*s", w->first[w->depth] ? "" : ",", 4 * (w->depth + 1), "");
+	w->first[w->depth] = false;
+	if (key) {
+		jw_str(w->f, key);
+		fputs(": ", w->f);
+	}
+}
+
+/* Opens an object or array ('{' or '['): the top one (depth -1), a member
+ * (key) or an array element (key NULL). */
+static void jw_open(struct jw *w, const char *key, char c)
+{
+	if (w->depth >= 0)
+		jw_key(w, key);
+	fputc(c, w->f);
+	w->first[++w->depth] = true;
+}
+
+static void jw_close(struct jw *w, char c)
+{
+	if (!w->first[w->depth])
+		fprintf(w->f, "\n%*s", 4 * w->depth, "");
+	w->depth--;
+	fputc(c, w->f);
+}
+
+static void jw_string(struct jw *w, const char *key, const char *v)
+{
+	jw_key(w, key);
+	if (v)
+		jw_str(w->f, v);
+	else
+		fputs("null", w->f);
+}
+
+static void jw_bool(struct jw *w, const char *key, bool v)
+{
+	jw_key(w, key);
+	fputs(v ? "true" : "false", w->f);
+}
+
+static void jw_int(struct jw *w, const char *key, long long v)
+{
+	jw_key(w, key);
+	fprintf(w->f, "%lld", v);
+}
+
+static void jw_double(struct jw *w, const char *key, double v)
+{
+	char buf[48];
+
+	rdps_eval_format_number(buf, sizeof(buf), v);
+	jw_key(w, key);
+	fputs(buf, w->f);
+}
+
+/* A float option as the user wrote it: the shortest decimal that reads
+ * back to the float (0.01, not 0.009999999776), printed as Python prints
+ * that number given on DGL-KE's command line. */
+static void jw_float(struct jw *w, const char *key, float v)
+{
+	char tmp[32];
+
+	for (int prec = 1; prec <= 9; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, (double)v);
+		if (strtof(tmp, NULL) == v)
+			break;
+	}
+	jw_double(w, key, strtod(tmp, NULL));
+}
+
+/* Opens path's temporary sibling for a JSON object. */
+static int jw_begin(struct jw *w, const char *path, char *tmp, size_t len)
+{
+	snprintf(tmp, len, "%s.tmp", path);
+	*w = (struct jw){ .f = fopen(tmp, "w"), .depth = -1 };
+	if (!w->f)
+		return -errno;
+	jw_open(w, NULL, '{');
+	return 0;
+}
+
+/* Closes the object, fsyncs and renames it over path. */
+static int jw_end(struct jw *w, const char *path, const char *tmp)
+{
+	int ret = 0;
+
+	jw_close(w, '}');
+	if (ferror(w->f) || fflush(w->f) || fsync(fileno(w->f)))
+		ret = -EIO;
+	if (fclose(w->f))
+		ret = -EIO;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+/* DGL-KE's config.json (its keys first, those dglke_eval and dglke_predict
+ * read: model, emb_size, gamma, double_ent, double_rel, ...), then rdps's. */
 static int save_config(struct job *j, const char *path)
 {
-	const struct rdps_train_opts *o = j->o;
-	json_t *cfg = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:i, s:i, s:i, s:I, s:b, s:f, s:f, s:f, "
-				"s:i, s:i, s:I, s:I, s:s}",
-				"model_name", rdps_model_name(j->model),
-				"dataset", j->dataset_name,
-				"data_path", o->data_dir,
-				"hidden_dim", (int)o->model.hidden_dim,
-				"gamma", (double)o->model.gamma,
-				"lr", (double)o->lr,
-				"batch_size", (int)o->batch_size,
-				"neg_sample_size", (int)o->neg_sample_size,
-				"neg_chunk_size", (int)j->chunk,
-				"max_step", (json_int_t)o->max_step,
-				"neg_adversarial_sampling", o->model.adv,
-				"adversarial_temperature", (double)o->model.adv_temp,
-				"regularization_coef", (double)o->model.reg_coef,
-				"regularization_norm", (double)o->model.reg_norm,
-				"emb_size_entity", (int)j->ent_dim,
-				"emb_size_relation", (int)j->rel_dim,
-				"n_entities", (json_int_t)j->num_entities,
-				"n_relations", (json_int_t)j->num_relations,
-				"id_order", "entities.dict / relations.dict ids");
-	int ret;
+	const struct rdps_train_opts *o = j->o, *u = j->user;
+	const struct rdps_model_params *mp = &o->model;
+	char tmp[4200];
+	struct jw w;
+	int ret = jw_begin(&w, path, tmp, sizeof(tmp));
 
-	if (!cfg)
-		return -ENOMEM;
-	json_object_set_new(cfg, "num_trainers", json_integer(o->num_trainers));
-	json_object_set_new(cfg, "num_thread", json_integer(o->num_thread));
-	json_object_set_new(cfg, "double_ent", json_boolean(j->ent_dim != o->model.hidden_dim));
-	ret = json_dump_file(cfg, path, JSON_INDENT(4) | JSON_SORT_KEYS) ? -EIO : 0;
-	json_decref(cfg);
+	if (ret)
+		return ret;
+	jw_string(&w, "dataset", j->dataset_name);
+	jw_string(&w, "model", rdps_model_name(j->model));
+	jw_int(&w, "emb_size", mp->hidden_dim);
+	jw_int(&w, "max_train_step", (long long)o->max_step);
+	jw_int(&w, "batch_size", o->batch_size);
+	jw_int(&w, "neg_sample_size", o->neg_sample_size);
+	jw_float(&w, "lr", o->lr);
+	jw_float(&w, "gamma", mp->gamma);
+	/* as the tables are laid out (RotatE doubles its entities always) */
+	jw_bool(&w, "double_ent", j->ent_dim == 2 * mp->hidden_dim);
+	jw_bool(&w, "double_rel", j->rel_dim == 2 * mp->hidden_dim);
+	jw_bool(&w, "neg_adversarial_sampling", mp->adv);
+	jw_float(&w, "adversarial_temperature", mp->adv_temp);
+	jw_float(&w, "regularization_coef", mp->reg_coef);
+	if (mp->reg_norm == (float)(int)mp->reg_norm)
+		jw_int(&w, "regularization_norm", (int)mp->reg_norm); /* DGL-KE's is an int */
+	else
+		jw_float(&w, "regularization_norm", mp->reg_norm);
+	jw_string(&w, "emap_file", "entities.dict");
+	jw_string(&w, "rmap_file", "relations.dict");
+	/* rdps's */
+	jw_string(&w, "model_name", rdps_model_name(j->model));
+	jw_int(&w, "hidden_dim", mp->hidden_dim);
+	jw_int(&w, "max_step", (long long)o->max_step);
+	jw_string(&w, "data_path", u->data_path ? u->data_path : o->data_dir);
+	jw_string(&w, "format", u->format ? u->format : "built_in");
+	jw_open(&w, "data_files", '[');
+	for (int i = 0; u->data_files[i]; i++)
+		jw_string(&w, NULL, u->data_files[i]);
+	jw_close(&w, ']');
+	jw_string(&w, "delimiter", u->delimiter ? u->delimiter : "\t");
+	jw_int(&w, "neg_chunk_size", j->chunk);
+	jw_bool(&w, "neg_deg_sample", o->neg_deg_sample);
+	jw_int(&w, "emb_size_entity", j->ent_dim);
+	jw_int(&w, "emb_size_relation", j->rel_dim);
+	jw_int(&w, "n_entities", (long long)j->num_entities);
+	jw_int(&w, "n_relations", j->num_relations);
+	jw_string(&w, "id_order", "entities.dict / relations.dict ids");
+	jw_int(&w, "num_trainers", o->num_trainers);
+	jw_int(&w, "num_proc", u->num_proc);
+	jw_int(&w, "num_thread", u->num_thread);
+	jw_int(&w, "seed", (long long)o->seed);
+	return jw_end(&w, path, tmp);
+}
+
+static void jw_metrics(struct jw *w, const char *key, const struct rdps_eval_metrics *m)
+{
+	jw_open(w, key, '{');
+	jw_double(w, "MRR", m->mrr);
+	jw_double(w, "MR", m->mr);
+	jw_double(w, "HITS@1", m->hits1);
+	jw_double(w, "HITS@3", m->hits3);
+	jw_double(w, "HITS@10", m->hits10);
+	jw_int(w, "queries", (long long)m->count);
+	jw_close(w, '}');
+}
+
+static void jw_relations(struct jw *w, const char *key, const struct job *j,
+			 const struct rdps_train_relation_sums *rel)
+{
+	const struct rdps_train_result *res = j->res;
+
+	jw_open(w, key, '[');
+	for (uint32_t r = 0; r < res->num_relations; r++) {
+		struct rdps_eval_sums both = rel[r].tail;
+		struct rdps_eval_metrics m, mt, mh;
+
+		if (!rel[r].tail.count && !rel[r].head.count)
+			continue;
+		rdps_eval_sums_add(&both, &rel[r].head);
+		rdps_eval_metrics_from_sums(&both, &m);
+		rdps_eval_metrics_from_sums(&rel[r].tail, &mt);
+		rdps_eval_metrics_from_sums(&rel[r].head, &mh);
+		jw_open(w, NULL, '{');
+		jw_int(w, "id", r);
+		jw_string(w, "relation", res->relation_names[r]);
+		jw_int(w, "triples", (long long)(rel[r].tail.count ? rel[r].tail.count
+								   : rel[r].head.count));
+		jw_double(w, "MRR", m.mrr);
+		jw_double(w, "MR", m.mr);
+		jw_double(w, "HITS@1", m.hits1);
+		jw_double(w, "HITS@3", m.hits3);
+		jw_double(w, "HITS@10", m.hits10);
+		jw_double(w, "tail MRR", mt.mrr);
+		jw_double(w, "head MRR", mh.mrr);
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+}
+
+/* <save_path>/results.json: the final metrics (as printed), per relation if
+ * computed, and what the training did. */
+static int save_results(struct job *j, const char *path)
+{
+	const struct rdps_train_opts *o = j->o;
+	const struct rdps_train_result *res = j->res;
+	char tmp[4200];
+	struct jw w;
+	int ret = jw_begin(&w, path, tmp, sizeof(tmp));
+
+	if (ret)
+		return ret;
+	jw_string(&w, "dataset", j->dataset_name);
+	jw_string(&w, "model", rdps_model_name(j->model));
+	if (res->have_valid)
+		jw_metrics(&w, "Valid", &res->valid);
+	if (res->have_test)
+		jw_metrics(&w, "Test", &res->test);
+	if (res->have_valid && res->valid_rel)
+		jw_relations(&w, "Valid per relation", j, res->valid_rel);
+	if (res->have_test && res->test_rel)
+		jw_relations(&w, "Test per relation", j, res->test_rel);
+	jw_bool(&w, "filtered", j->filter != NULL);
+	jw_int(&w, "neg_sample_size_eval",
+	       o->neg_sample_size_eval && o->neg_sample_size_eval < j->num_entities
+		       ? (long long)o->neg_sample_size_eval : (long long)j->num_entities);
+	jw_double(&w, "eval_percent", o->eval_percent);
+	jw_int(&w, "steps", (long long)res->steps_done);
+	jw_int(&w, "max_step", (long long)o->max_step);
+	jw_int(&w, "threads", o->num_thread);
+	jw_int(&w, "num_trainers", o->num_trainers);
+	jw_double(&w, "train_seconds", res->train_seconds);
+	jw_double(&w, "pos_per_second", res->pos_per_second);
+	jw_double(&w, "last_loss", res->last_loss);
+	return jw_end(&w, path, tmp);
+}
+
+/* Trainer 0, thread 0: results.json (if results), then (unless
+ * no_save_emb) the embeddings, the dicts and config.json, into save_path
+ * (checked before training). err says what went wrong. */
+static int save_files(struct worker *w, bool results, char *err, size_t errlen)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	char path[4096], from[4096];
+	bool pulled = false;
+	int ret = 0;
+
+	if (mkdir(o->save_path, 0755) && errno != EEXIST) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot create --save_path %s: %s", o->save_path,
+			 strerror(-ret));
+		return ret;
+	}
+	if (results) {
+		snprintf(path, sizeof(path), "%s/results.json", o->save_path);
+		ret = save_results(j, path);
+	}
+	if (!ret && !o->no_save_emb) {
+		snprintf(path, sizeof(path), "%s/%s_%s_entity.npy", o->save_path, j->dataset_name,
+			 rdps_model_name(j->model));
+		pulled = true;
+		ret = save_table(w, w->ent_table, j->num_entities, j->ent_dim, j->new_to_old, path);
+	}
+	if (!ret && !o->no_save_emb) {
+		snprintf(path, sizeof(path), "%s/%s_%s_relation.npy", o->save_path,
+			 j->dataset_name, rdps_model_name(j->model));
+		ret = save_table(w, w->rel_table, j->num_relations, j->rel_dim, NULL, path);
+	}
+	for (int i = 0; !ret && !o->no_save_emb && i < 2; i++) {
+		const char *f = i ? "relations.dict" : "entities.dict";
+
+		pulled = false;
+		snprintf(from, sizeof(from), "%s/%s", o->data_dir, f);
+		snprintf(path, sizeof(path), "%s/%s", o->save_path, f);
+		ret = copy_file(from, path);
+	}
+	if (!ret && !o->no_save_emb) {
+		snprintf(path, sizeof(path), "%s/config.json", o->save_path);
+		ret = save_config(j, path);
+	}
+	/* a table's rows come from the servers: a failed pull says why there */
+	if (ret)
+		snprintf(err, errlen, "saving %s: %s", path,
+			 pulled && ret != -EIO && ret != -ENOMEM ? rdps_client_errmsg(w->c)
+								 : rdps_strerror(ret));
 	return ret;
 }
 
@@ -861,38 +1413,41 @@ static int save_all(struct worker *w)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
-	char path[4096], from[4096];
-	int ret;
+	char err[600];
+	int ret = save_files(w, true, err, sizeof(err));
 
-	if (mkdir(o->save_path, 0755) && errno != EEXIST) {
-		job_fail(j, -errno, "cannot create --save_path %s: %s", o->save_path, strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), "%s/%s_%s_entity.npy", o->save_path, j->dataset_name,
-		 rdps_model_name(j->model));
-	ret = save_table(w, w->ent_table, j->num_entities, j->ent_dim, j->new_to_old, path);
-	if (!ret) {
-		snprintf(path, sizeof(path), "%s/%s_%s_relation.npy", o->save_path,
-			 j->dataset_name, rdps_model_name(j->model));
-		ret = save_table(w, w->rel_table, j->num_relations, j->rel_dim, NULL, path);
-	}
-	for (int i = 0; !ret && i < 2; i++) {
-		const char *f = i ? "relations.dict" : "entities.dict";
-
-		snprintf(from, sizeof(from), "%s/%s", o->data_dir, f);
-		snprintf(path, sizeof(path), "%s/%s", o->save_path, f);
-		ret = copy_file(from, path);
-	}
-	if (!ret) {
-		snprintf(path, sizeof(path), "%s/config.json", o->save_path);
-		ret = save_config(j, path);
-	}
 	if (ret)
-		job_fail(j, ret, "saving embeddings to %s: %s", o->save_path,
-			 ret == -EIO || ret == -ENOMEM ? rdps_strerror(ret) : rdps_client_errmsg(w->c));
+		job_fail(j, ret, "%s", err);
 	else
-		rdps_info("trainer %u: embeddings saved to %s", o->rank, o->save_path);
+		rdps_info("trainer %u: %s saved in %s", o->rank,
+			  o->no_save_emb ? "results.json" : "embeddings, config.json and results.json",
+			  o->save_path);
 	return ret;
+}
+
+/* Stopped by o->stop: trainer 0 saves the embeddings reached and says
+ * where in j->save_note. */
+static void save_interrupted(struct worker *w)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	char err[600];
+
+	if (!o->save_path || o->no_save_emb) {
+		snprintf(j->save_note, sizeof(j->save_note), "nothing saved (%s)",
+			 o->save_path ? "--no_save_emb" : "no --save_path");
+		return;
+	}
+	/* this thread's pushes are in; the others' unacknowledged ones may not be */
+	rdps_client_flush(w->c);
+	if (save_files(w, false, err, sizeof(err)))
+		snprintf(j->save_note, sizeof(j->save_note), "the embeddings could not be saved: %s",
+			 err);
+	else
+		snprintf(j->save_note, sizeof(j->save_note),
+			 "the embeddings reached are saved in %s (%s_%s_entity.npy and "
+			 "_relation.npy, the dicts, config.json)", o->save_path, j->dataset_name,
+			 rdps_model_name(j->model));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -928,8 +1483,9 @@ enum opt_kind { OPT_BOOL, OPT_NUM, OPT_MODEL, OPT_DIGEST };
  */
 enum {
 	JO_MODEL, JO_DIM, JO_GAMMA, JO_ADV, JO_ADV_TEMP, JO_REG_COEF, JO_REG_NORM, JO_BATCH,
-	JO_NEG, JO_CHUNK, JO_MAX_STEP, JO_RESUME, JO_TEST, JO_VALID, JO_PER_REL, JO_DATA,
-	NUM_JOB_OPTS
+	JO_NEG, JO_CHUNK, JO_NEG_DEG, JO_MAX_STEP, JO_RESUME, JO_TEST, JO_VALID, JO_EVAL_INTERVAL,
+	JO_EVAL_PERCENT, JO_NEG_EVAL, JO_BATCH_EVAL, JO_NEG_DEG_EVAL, JO_NO_FILTER, JO_PER_REL,
+	JO_DATA, NUM_JOB_OPTS
 };
 
 static const struct {
@@ -947,10 +1503,17 @@ static const struct {
 	[JO_BATCH] = { "--batch_size", OPT_NUM, -1 },
 	[JO_NEG] = { "--neg_sample_size", OPT_NUM, -1 },
 	[JO_CHUNK] = { "--neg_chunk_size", OPT_NUM, -1 },
+	[JO_NEG_DEG] = { "--neg_deg_sample", OPT_BOOL, -1 },
 	[JO_MAX_STEP] = { "--max_step", OPT_NUM, -1 },
 	[JO_RESUME] = { "--resume", OPT_BOOL, -1 },
 	[JO_TEST] = { "--test", OPT_BOOL, -1 },
 	[JO_VALID] = { "--valid", OPT_BOOL, -1 },
+	[JO_EVAL_INTERVAL] = { "--eval_interval", OPT_NUM, JO_VALID },
+	[JO_EVAL_PERCENT] = { "--eval_percent", OPT_NUM, -1 },
+	[JO_NEG_EVAL] = { "--neg_sample_size_eval", OPT_NUM, -1 },
+	[JO_BATCH_EVAL] = { "--batch_size_eval", OPT_NUM, JO_NEG_EVAL },
+	[JO_NEG_DEG_EVAL] = { "--neg_deg_sample_eval", OPT_BOOL, -1 },
+	[JO_NO_FILTER] = { "--no_eval_filter", OPT_BOOL, -1 },
 	[JO_PER_REL] = { "--eval_per_relation", OPT_BOOL, -1 },
 	[JO_DATA] = { "the data (--partition, or --data without one)", OPT_DIGEST, -1 },
 };
@@ -1040,10 +1603,20 @@ static void job_opt_values(const struct job *j, double *v)
 	v[JO_BATCH] = o->batch_size;
 	v[JO_NEG] = o->neg_sample_size;
 	v[JO_CHUNK] = j->chunk;                  /* as used: neg_chunk_size or its default */
+	v[JO_NEG_DEG] = o->neg_deg_sample;
 	v[JO_MAX_STEP] = (double)o->max_step;    /* below 2^53: the CLI takes up to 1e15 */
 	v[JO_RESUME] = o->resume;
 	v[JO_TEST] = o->test;
 	v[JO_VALID] = o->valid;
+	/* the evaluation: its collectives (during training too) pair up, and
+	 * the job's metrics mean one thing */
+	v[JO_EVAL_INTERVAL] = o->valid ? (double)o->eval_interval : 0;
+	v[JO_EVAL_PERCENT] = o->eval_percent;
+	v[JO_NEG_EVAL] = o->neg_sample_size_eval < j->num_entities ? (double)o->neg_sample_size_eval
+								   : 0;
+	v[JO_BATCH_EVAL] = v[JO_NEG_EVAL] ? o->batch_size_eval : 0;
+	v[JO_NEG_DEG_EVAL] = o->neg_deg_sample_eval;
+	v[JO_NO_FILTER] = o->no_eval_filter;
 	v[JO_PER_REL] = o->eval_per_relation && (o->test || o->valid);
 	v[JO_DATA] = (double)(j->data_digest >> 12); /* 52 bits: exact */
 }
@@ -1276,7 +1849,6 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
-	struct rdps_triple_set *filter = NULL;
 	int ret;
 
 	ret = connect_worker(w);
@@ -1290,15 +1862,12 @@ static void *worker_main(void *arg)
 	if (w->t == 0)
 		j->t_start = rdps_now_ns();
 	ret = train_loop(w);
-	if (ret)
-		goto out;
 	/* For the summary: each thread's own, as its client may go meanwhile. */
 	w->rolled_back = rdps_client_rolled_back_rows(w->c);
 	w->reconnects = rdps_client_reconnects(w->c);
-	ret = job_collective(w, "the barrier after training", NULL, 0);
-	if (ret)
-		goto out;
-	if (w->t == 0) {
+	if (!ret)
+		ret = job_collective(w, "the barrier after training", NULL, 0);
+	if (w->t == 0 && (!ret || j->interrupted)) {
 		double secs = (rdps_now_ns() - j->t_start) / 1e9;
 		uint64_t pos = 0;
 
@@ -1307,10 +1876,12 @@ static void *worker_main(void *arg)
 		j->res->train_seconds = secs;
 		j->res->steps_done = w->done_steps;
 		j->res->pos_per_second = secs > 0 ? pos / secs : 0;
-		printf("[trainer %u] training done: %llu steps (to step %llu) x %u threads in %.1f s, "
-		       "%.0f pos triples/s\n",
-		       o->rank, (unsigned long long)w->done_steps, (unsigned long long)o->max_step,
-		       o->num_thread, secs, j->res->pos_per_second);
+		j->res->negatives = w->negatives;
+		printf("[trainer %u] training %s: %llu steps (to step %llu) x %u threads in %.1f s, "
+		       "%.0f pos triples/s\n", o->rank, ret ? "interrupted" : "done",
+		       (unsigned long long)w->done_steps,
+		       (unsigned long long)(ret ? w->steps : o->max_step), o->num_thread, secs,
+		       j->res->pos_per_second);
 		{
 			uint64_t lost = 0, reconnects = 0;
 
@@ -1327,29 +1898,14 @@ static void *worker_main(void *arg)
 		}
 		fflush(stdout);
 	}
-	if ((o->test || o->valid) && w->t == 0) {
-		/* The filter: every true triple of the dataset (train, valid and test
-		 * whichever is evaluated, as DGL-KE's EvalDataset). */
-		ret = rdps_triple_set_create(&filter, j->all_train.count + j->valid.count +
-						      j->test.count);
-		const struct rdps_triples *sets[3] = { &j->all_train, &j->valid, &j->test };
-
-		for (int s = 0; !ret && s < 3; s++) {
-			long n = rdps_triple_set_add(filter, (const struct rdps_triple *)sets[s]->ids,
-						     sets[s]->count);
-
-			if (n < 0)
-				ret = (int)n;
-		}
-		if (ret)
-			job_fail(j, ret, "building the evaluation filter: %s", rdps_strerror(ret));
-	}
 	if (!ret && o->valid) {
-		ret = evaluate(w, &j->valid, "valid", filter, &j->res->valid, j->res->valid_rel);
+		ret = evaluate(w, &j->valid_eval, "valid", o->eval_per_relation, &j->res->valid,
+			       j->res->valid_rel);
 		j->res->have_valid = !ret;
 	}
 	if (!ret && o->test) {
-		ret = evaluate(w, &j->test, "test", filter, &j->res->test, j->res->test_rel);
+		ret = evaluate(w, &j->test_eval, "test", o->eval_per_relation, &j->res->test,
+			       j->res->test_rel);
 		j->res->have_test = !ret;
 	}
 	/* Every trainer is done with the servers; trainer 0 then saves (the
@@ -1358,13 +1914,14 @@ static void *worker_main(void *arg)
 		ret = job_collective(w, "the final barrier", NULL, 0);
 	if (!ret && o->save_path && o->rank == 0 && w->t == 0)
 		ret = save_all(w);
+	if (ret && j->interrupted && o->rank == 0 && w->t == 0)
+		save_interrupted(w);
 	if (!ret && !o->standalone && o->shutdown_servers && o->rank == 0 && w->t == 0) {
 		ret = rdps_client_shutdown_servers(w->c);
 		if (ret)
 			job_fail(j, ret, "shutting the servers down: %s", rdps_client_errmsg(w->c));
 	}
 out:
-	rdps_triple_set_destroy(filter);
 	w->ret = ret;
 	/* Leaving closes this client's connections: the others' collectives
 	 * then fail at once instead of waiting for a timeout. */
@@ -1474,7 +2031,7 @@ static int load_data(struct job *j, char *err, size_t errlen)
 		return ret;
 	j->num_entities = rdps_dataset_num_entities(ds);
 	j->num_relations = rdps_dataset_num_relations(ds);
-	{
+	if (!j->dataset_name[0]) {
 		char tmp[4096];
 
 		snprintf(tmp, sizeof(tmp), "%s", o->data_dir);
@@ -1630,14 +2187,11 @@ out:
 	return ret;
 }
 
+/* An option error (opts as run: num_thread counts num_proc's too). */
 static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 {
-	if (!o->data_dir) {
-		snprintf(err, errlen, "--data is required");
-		return -EINVAL;
-	}
 	if (!o->standalone && !o->ip_config) {
-		snprintf(err, errlen, "give --ip_config (distributed) or --standalone");
+		snprintf(err, errlen, "give --ip_config: %u trainers need servers", o->num_trainers);
 		return -EINVAL;
 	}
 	if (!o->num_trainers || o->rank >= o->num_trainers) {
@@ -1649,7 +2203,8 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "--resume needs --checkpoint-dir (where the progress was saved)");
 		return -EINVAL;
 	}
-	if (o->checkpoint_dir && !o->resume && mkdir(o->checkpoint_dir, 0755) && errno != EEXIST) {
+	if (o->checkpoint_dir && !o->resume && !o->check_only && mkdir(o->checkpoint_dir, 0755) &&
+	    errno != EEXIST) {
 		snprintf(err, errlen, "cannot create --checkpoint-dir %s: %s", o->checkpoint_dir,
 			 strerror(errno));
 		return -errno;
@@ -1659,7 +2214,31 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (!o->num_thread || o->num_thread > 256 || !o->batch_size || !o->neg_sample_size) {
-		snprintf(err, errlen, "--num_thread (1..256), --batch_size and --neg_sample_size must be positive");
+		snprintf(err, errlen, "--num_proc x --num_thread must be 1..256, --batch_size and "
+			 "--neg_sample_size positive");
+		return -EINVAL;
+	}
+	if (!o->batch_size_eval || !(o->eval_percent > 0 && o->eval_percent <= 1)) {
+		snprintf(err, errlen, "--batch_size_eval must be positive and --eval_percent in (0, 1]");
+		return -EINVAL;
+	}
+	if (o->valid && !o->eval_interval) {
+		snprintf(err, errlen, "--eval_interval must be positive");
+		return -EINVAL;
+	}
+	if (o->neg_deg_sample_eval && !o->no_eval_filter) {
+		/* DGL-KE asserts the same */
+		snprintf(err, errlen, "--neg_deg_sample_eval needs --no_eval_filter (as in DGL-KE: "
+			 "negatives drawn by degree are not filtered)");
+		return -EINVAL;
+	}
+	if (o->async_update && o->sync_push) {
+		snprintf(err, errlen, "--async_update and --sync contradict each other (pushes "
+			 "overlap the next step, or are waited for)");
+		return -EINVAL;
+	}
+	if (o->neg_sample_size_eval > UINT32_MAX / 2 || o->batch_size_eval > UINT32_MAX / 2) {
+		snprintf(err, errlen, "--neg_sample_size_eval and --batch_size_eval must be below 2^31");
 		return -EINVAL;
 	}
 	/* Every thread's progress must be there before anything connects, and the
@@ -1678,15 +2257,318 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
-int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *res,
+/* Whether dir holds a dataset in the raw layout (its entities.dict). */
+static bool is_dataset(const char *dir)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/entities.dict", dir);
+	return !access(path, F_OK);
+}
+
+/* The column order of a udd format: the letters h, r, t once each. */
+static bool valid_order(const char *order)
+{
+	return strlen(order) == 3 && strchr(order, 'h') && strchr(order, 'r') && strchr(order, 't');
+}
+
+/* Removes the temporary raw layout of a udd format. */
+static void remove_import(struct job *j)
+{
+	static const char *const files[] = { "entities.dict", "relations.dict", "train.txt",
+					     "valid.txt", "test.txt" };
+	char path[4200];
+
+	if (!j->import_dir[0])
+		return;
+	for (size_t i = 0; i < RDPS_ARRAY_SIZE(files); i++) {
+		snprintf(path, sizeof(path), "%s/data/%s", j->import_dir, files[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/data", j->import_dir);
+	rmdir(path);
+	rmdir(j->import_dir);
+	j->import_dir[0] = '\0';
+}
+
+/*
+ * DGL-KE's --data_path, --dataset, --format, --data_files and --delimiter
+ * to the raw layout the trainer reads (e->data_dir); a udd format is
+ * imported into a temporary directory for the run (j->import_dir). Also
+ * names the dataset (saved files).
+ */
+static int resolve_data(struct job *j, struct rdps_train_opts *e, char *err, size_t errlen)
+{
+	const char *format = e->format && *e->format ? e->format : "built_in";
+	size_t nfiles = 0;
+	int ret;
+
+	while (nfiles < RDPS_ARRAY_SIZE(e->data_files) && e->data_files[nfiles])
+		nfiles++;
+	if (!strcmp(format, "built_in")) {
+		if (nfiles) {
+			snprintf(err, errlen, "--data_files lists the files of --format raw_udd_<order> "
+				 "or udd_<order>; the built_in format reads the dataset directory "
+				 "--data_path/--dataset");
+			return -EINVAL;
+		}
+		if (!e->data_dir && !e->data_path) {
+			snprintf(err, errlen, "give the dataset: --data DIR (the raw layout), or "
+				 "DGL-KE's --data_path DIR --dataset NAME");
+			return -EINVAL;
+		}
+		if (!e->data_dir && (e->dataset || !is_dataset(e->data_path))) {
+			/* DGL-KE's data_path/dataset, its default dataset FB15k */
+			snprintf(j->data_dir, sizeof(j->data_dir), "%s/%s", e->data_path,
+				 e->dataset ? e->dataset : "FB15k");
+			e->data_dir = j->data_dir;
+		} else if (!e->data_dir) {
+			e->data_dir = e->data_path; /* the dataset itself, as rdps's --data */
+		}
+		if (!is_dataset(e->data_dir)) {
+			snprintf(err, errlen, "%s is not a dataset: no entities.dict in it (rdps does "
+				 "not download DGL-KE's built-in datasets: make one with rdps dataset "
+				 "wordnet or rdps dataset import%s)", e->data_dir,
+				 e->dataset ? "" : ", or name it with --dataset");
+			return -ENOENT;
+		}
+	} else {
+		bool raw = !strncmp(format, "raw_udd_", 8);
+		const char *order = format + (raw ? 8 : 4);
+		const char *dir = e->data_path ? e->data_path : e->data_dir;
+		const char *tmpdir = getenv("TMPDIR");
+		struct rdps_import_opts io = { .format = raw ? RDPS_IMPORT_RAW : RDPS_IMPORT_UDD,
+					       .in_dir = dir, .order = order,
+					       .delimiter = e->delimiter };
+		struct rdps_dataset_stats st;
+		size_t first = raw ? 0 : 2;
+
+		if ((!raw && strncmp(format, "udd_", 4)) || !valid_order(order)) {
+			snprintf(err, errlen, "--format %s: not built_in, raw_udd_<order> or "
+				 "udd_<order> (order: hrt, htr, rht, rth, thr or trh)", format);
+			return -EINVAL;
+		}
+		if (!dir) {
+			snprintf(err, errlen, "--format %s needs --data_path DIR (where --data_files "
+				 "are)", format);
+			return -EINVAL;
+		}
+		/* DGL-KE's counts: [entities relations] train [valid test] */
+		if (nfiles != first + 1 && nfiles != first + 3) {
+			snprintf(err, errlen, "--format %s needs --data_files %s (%zu given)", format,
+				 raw ? "TRAIN [VALID TEST]"
+				     : "ENTITIES RELATIONS TRAIN [VALID TEST]", nfiles);
+			return -EINVAL;
+		}
+		if (!raw) {
+			io.entity_file = e->data_files[0];
+			io.relation_file = e->data_files[1];
+		}
+		for (size_t s = 0; s < RDPS_SPLIT_COUNT; s++)
+			io.files[s] = first + s < nfiles ? e->data_files[first + s] : NULL;
+		io.train_only = nfiles == first + 1;
+		snprintf(j->import_dir, sizeof(j->import_dir), "%s/rdps-train-XXXXXX",
+			 tmpdir && *tmpdir ? tmpdir : "/tmp");
+		if (!mkdtemp(j->import_dir)) {
+			ret = -errno;
+			snprintf(err, errlen, "--format %s: cannot make a temporary directory %s: %s",
+				 format, j->import_dir, strerror(-ret));
+			j->import_dir[0] = '\0';
+			return ret;
+		}
+		snprintf(j->data_dir, sizeof(j->data_dir), "%s/data", j->import_dir);
+		ret = rdps_dataset_import(j->data_dir, &io, &st, err, errlen);
+		if (ret) {
+			char why[1024];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "--format %s: %s", format, why);
+			remove_import(j);
+			return ret;
+		}
+		if (e->rank == 0)
+			rdps_info("trainer %u: --format %s: %llu entities, %llu relations, %llu train "
+				  "triples from %s (read as the raw layout in %s for this run)",
+				  e->rank, format, (unsigned long long)st.num_entities,
+				  (unsigned long long)st.num_relations,
+				  (unsigned long long)st.num_triples[RDPS_SPLIT_TRAIN], dir,
+				  j->data_dir);
+		e->data_dir = j->data_dir;
+		if (!e->dataset) {
+			char tmp[4096];
+
+			snprintf(tmp, sizeof(tmp), "%s", dir);
+			snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", basename(tmp));
+		}
+	}
+	if (e->dataset)
+		snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", e->dataset);
+	return 0;
+}
+
+/*
+ * --save_path before any work (trainer 0 writes there, at the end): made if
+ * missing (its parent must exist, as DGL-KE's os.mkdir), and a file can be
+ * created in it. With check_only nothing is made: the parent is checked.
+ */
+static int check_save_path(const struct rdps_train_opts *o, char *err, size_t errlen)
+{
+	struct stat st;
+	char probe[4200];
+	int fd, ret;
+
+	if (!o->save_path || o->rank != 0)
+		return 0;
+	if (stat(o->save_path, &st)) {
+		char parent[4096];
+
+		if (errno == ENOENT && !o->check_only && !mkdir(o->save_path, 0755))
+			goto probe;
+		snprintf(parent, sizeof(parent), "%s", o->save_path);
+		snprintf(probe, sizeof(probe), "%s", dirname(parent));
+		if (errno == ENOENT && o->check_only && !access(probe, W_OK | X_OK))
+			return 0;
+		ret = -errno;
+		snprintf(err, errlen, "--save_path %s cannot be created: %s%s", o->save_path,
+			 strerror(-ret), ret == -ENOENT ? " (its parent does not exist)" : "");
+		return ret;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--save_path %s is not a directory", o->save_path);
+		return -ENOTDIR;
+	}
+probe:
+	snprintf(probe, sizeof(probe), "%s/.rdps-write-check-XXXXXX", o->save_path);
+	fd = mkstemp(probe);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "--save_path %s is not writable: %s (the embeddings and "
+			 "metrics would be lost after training)", o->save_path, strerror(-ret));
+		return ret;
+	}
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
+/* The evaluation filter (every true triple: train, valid, test, as DGL-KE's
+ * EvalDataset), and the eval_percent share of each split: the same fixed
+ * selection on every trainer, which then take every num_trainers-th. */
+static int prepare_eval(struct job *j, char *err, size_t errlen)
+{
+	const struct rdps_train_opts *o = j->o;
+	const struct rdps_triples *sets[3] = { &j->all_train, &j->valid, &j->test };
+	struct rdps_triples *evals[2] = { &j->valid_eval, &j->test_eval };
+	int ret = 0;
+
+	if (!o->test && !o->valid)
+		return 0;
+	if ((o->test && !j->test.count) || (o->valid && !j->valid.count)) {
+		snprintf(err, errlen, "--%s: the data has no %s triples", o->test && !j->test.count ?
+			 "test" : "valid", o->test && !j->test.count ? "test" : "valid");
+		return -EINVAL;
+	}
+	if (!o->no_eval_filter) {
+		ret = rdps_triple_set_create(&j->filter, j->all_train.count + j->valid.count +
+							 j->test.count);
+		for (int s = 0; !ret && s < 3; s++) {
+			long n = rdps_triple_set_add(j->filter,
+						     (const struct rdps_triple *)sets[s]->ids,
+						     sets[s]->count);
+
+			if (n < 0)
+				ret = (int)n;
+		}
+		if (ret) {
+			snprintf(err, errlen, "building the evaluation filter: %s", rdps_strerror(ret));
+			return ret;
+		}
+	}
+	for (int s = 0; s < 2; s++) {
+		const struct rdps_triples *all = s ? &j->test : &j->valid;
+		uint64_t keep = (uint64_t)(all->count * o->eval_percent), rng = 0x5eed + s;
+		uint32_t *idx;
+
+		*evals[s] = *all;
+		if (o->eval_percent >= 1 || !all->count)
+			continue;
+		/* a partial shuffle picks keep triples; kept in file order */
+		idx = malloc(all->count * sizeof(*idx));
+		evals[s]->ids = malloc((keep ? keep : 1) * 12);
+		if (!idx || !evals[s]->ids) {
+			free(idx);
+			free(evals[s]->ids);
+			evals[s]->ids = NULL;
+			evals[s]->count = 0;
+			return -ENOMEM;
+		}
+		for (uint64_t i = 0; i < all->count; i++)
+			idx[i] = (uint32_t)i;
+		for (uint64_t i = 0; i < keep; i++) {
+			uint64_t k = i + (xorshift(&rng) >> 11) % (all->count - i);
+			uint32_t t = idx[i];
+
+			idx[i] = idx[k];
+			idx[k] = t;
+		}
+		qsort(idx, keep, sizeof(*idx), cmp_u32);
+		for (uint64_t i = 0; i < keep; i++)
+			memcpy(evals[s]->ids + 3 * i, all->ids + 3 * (uint64_t)idx[i], 12);
+		evals[s]->count = keep;
+		free(idx);
+		if (o->rank == 0)
+			rdps_info("trainer %u: --eval_percent %g: %llu of the %llu %s triples", o->rank,
+				  o->eval_percent, (unsigned long long)keep,
+				  (unsigned long long)all->count, s ? "test" : "valid");
+	}
+	return 0;
+}
+
+/* The model's row widths against -de / -dr: a model that does not double
+ * its rows for them refuses them (its tables would not be DGL-KE's). */
+static int check_double(const struct job *j, char *err, size_t errlen)
+{
+	const struct rdps_model_params *m = &j->o->model;
+
+	if (m->double_ent && j->ent_dim != 2 * m->hidden_dim) {
+		snprintf(err, errlen, "-de/--double_ent: %s with hidden_dim %u has entity rows of %u "
+			 "floats, not %u (it does not double them)", rdps_model_name(j->model),
+			 m->hidden_dim, j->ent_dim, 2 * m->hidden_dim);
+		return -EINVAL;
+	}
+	if (m->double_rel && j->rel_dim != 2 * m->hidden_dim) {
+		snprintf(err, errlen, "-dr/--double_rel: %s with hidden_dim %u has relation rows of "
+			 "%u floats, not %u (it does not double them)", rdps_model_name(j->model),
+			 m->hidden_dim, j->rel_dim, 2 * m->hidden_dim);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rdps_train_run(const struct rdps_train_opts *uo, struct rdps_train_result *res,
 		   char *err, size_t errlen)
 {
-	struct job j = { .o = o, .res = res };
+	struct rdps_train_opts eff = *uo, *o = &eff;
+	struct job j = { .o = o, .user = uo, .res = res };
 	int ret, load_ret;
 
 	memset(res, 0, sizeof(*res));
 	err[0] = '\0';
+	/* DGL-KE's processes are threads here: each one client with its own
+	 * sampler, as each of DGL-KE's processes has */
+	if (!eff.num_proc || eff.num_proc > 256 || eff.num_thread > 256) {
+		snprintf(err, errlen, "--num_proc and --num_thread must be 1..256");
+		return -EINVAL;
+	}
+	eff.num_thread *= eff.num_proc;
+	eff.num_proc = 1;
+	/* no servers named: dglke_train's single-machine training */
+	if (!eff.ip_config && eff.num_trainers == 1)
+		eff.standalone = true;
 	ret = check_opts(o, err, errlen);
+	if (ret)
+		return ret;
+	ret = check_save_path(o, err, errlen);
 	if (ret)
 		return ret;
 	pthread_mutex_init(&j.lock, NULL);
@@ -1694,21 +2576,51 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 	ret = rdps_model_create(&j.model, &o->model);
 	if (ret) {
 		snprintf(err, errlen,
-			 ret == -EINVAL ? "invalid model '%s' with hidden_dim %u (known models: %s; "
+			 ret == -EINVAL ? "invalid model '%s' with hidden_dim %u%s (known models: %s; "
 					  "ComplEx needs an even hidden_dim)"
-					: "cannot create model '%s' (hidden_dim %u): %s",
+					: "cannot create model '%s' (hidden_dim %u%s): %s",
 			 o->model.name, o->model.hidden_dim,
+			 o->model.double_ent && o->model.double_rel ? ", -de and -dr"
+			 : o->model.double_ent ? " and -de" : o->model.double_rel ? " and -dr" : "",
 			 ret == -EINVAL ? rdps_model_names() : rdps_strerror(ret));
 		goto out;
 	}
 	j.ent_dim = rdps_model_entity_dim(j.model);
 	j.rel_dim = rdps_model_relation_dim(j.model);
+	ret = check_double(&j, err, errlen);
+	if (ret)
+		goto out;
 	j.chunk = o->neg_chunk_size ? o->neg_chunk_size : o->neg_sample_size;
 	if (j.chunk > o->batch_size)
 		j.chunk = o->batch_size;
-	ret = load_ret = load_data(&j, err, errlen);
-	if (ret && (o->standalone || o->num_trainers == 1))
+	/* DGL-KE's --neg_deg_sample doubles the negatives (chunk more by degree) */
+	j.negs = o->neg_sample_size + (o->neg_deg_sample ? j.chunk : 0);
+	ret = resolve_data(&j, o, err, errlen);
+	if (ret)
 		goto out;
+	ret = load_ret = load_data(&j, err, errlen);
+	if (!ret)
+		ret = load_ret = prepare_eval(&j, err, errlen);
+	if (ret && (o->standalone || o->num_trainers == 1 || o->check_only))
+		goto out;
+	if (!ret && o->check_only) {
+		/* what only the servers can say (tables, other trainers) is left */
+		if (!o->standalone) {
+			struct rdps_ipconfig ipc;
+
+			ret = rdps_ipconfig_load(o->ip_config, &ipc, err, errlen);
+			if (ret)
+				goto out;
+			rdps_ipconfig_free(&ipc);
+		}
+		rdps_info("trainer %u: --check-only: %s: %llu entities, %u relations, %llu train "
+			  "triples for this trainer; %s (entity rows %u, relation rows %u floats)%s%s",
+			  o->rank, o->data_dir, (unsigned long long)j.num_entities, j.num_relations,
+			  (unsigned long long)j.train.count, rdps_model_name(j.model), j.ent_dim,
+			  j.rel_dim, o->save_path && o->rank == 0 ? "; --save_path " : "",
+			  o->save_path && o->rank == 0 ? o->save_path : "");
+		goto out;
+	}
 	if (ret) {
 		/* The others would wait for this trainer until their --timeout and
 		 * then could not say why: it joins the start barrier to tell them,
@@ -1754,8 +2666,15 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 	for (uint32_t t = 0; t < o->num_thread; t++)
 		pthread_join(j.w[t].thread, NULL);
 	ret = load_ret ? load_ret : j.ret; /* err still holds why the data did not load */
-	if (!load_ret && ret)
+	if (!load_ret && ret && j.interrupted)
+		snprintf(err, errlen, "trainer %u: interrupted at step %llu of %llu%s%s", o->rank,
+			 (unsigned long long)j.stop_step, (unsigned long long)o->max_step,
+			 o->rank == 0 ? ": " : " (trainer 0 saves the embeddings)",
+			 o->rank == 0 ? j.save_note : "");
+	else if (!load_ret && ret)
 		snprintf(err, errlen, "trainer %u: %s", o->rank, j.err);
+	if (j.interrupted)
+		ret = -EINTR;
 out_workers:
 	for (uint32_t t = 0; t < o->num_thread; t++)
 		worker_free(&j.w[t]);
@@ -1767,12 +2686,18 @@ out:
 		rdps_server_destroy(j.srv);
 	}
 	rdps_ipconfig_free(&j.ipc);
+	rdps_triple_set_destroy(j.filter);
+	if (j.valid_eval.ids != j.valid.ids)
+		rdps_dataset_triples_free(&j.valid_eval);
+	if (j.test_eval.ids != j.test.ids)
+		rdps_dataset_triples_free(&j.test_eval);
 	if (j.train.ids != j.all_train.ids)
 		rdps_dataset_triples_free(&j.train);
 	rdps_dataset_triples_free(&j.all_train);
 	rdps_dataset_triples_free(&j.valid);
 	rdps_dataset_triples_free(&j.test);
 	free(j.new_to_old);
+	remove_import(&j);
 	rdps_model_destroy(j.model);
 	pthread_cond_destroy(&j.cond);
 	pthread_mutex_destroy(&j.lock);
