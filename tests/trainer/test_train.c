@@ -879,3 +879,42 @@ Test(train, resume_continues_from_the_saved_step)
 	free(missing);
 	free(file);
 }
+
+/* The filter holds valid on a partitioned job too (the partition's valid
+ * triples were loaded only with --valid): the 5-entity graph above in 2
+ * parts, 2 servers with zero rows, one trainer with --test alone. */
+Test(train, filter_holds_valid_in_a_distributed_job)
+{
+	struct rdps_train_opts o;
+	struct rdps_train_result r;
+	char err[1024], *data = path("filter5d"), *pdir, *logs[2];
+	int port, st;
+	char *ipc;
+	pid_t srv[2];
+
+	write_filter_dataset(data);
+	pdir = build_partition(data, "filter5d-part");
+	ipc = write_ipc(2, &port);
+	for (int s = 0; s < 2; s++) {
+		char *extra[] = { "--partition", pdir, "--model_name", "DistMult", "--hidden_dim", "4",
+				  "--init", "zeros", NULL };
+
+		cr_assert(asprintf(&logs[s], "%s/filter-server%d.log", dir, s) > 0);
+		srv[s] = start_server(ipc, s, extra, logs[s]);
+	}
+	filter_opts(&o, data, true, false);
+	o.standalone = false;
+	o.ip_config = ipc;
+	o.partition_dir = pdir;
+	o.transport = "tcp";
+	cr_assert_eq(rdps_train_run(&o, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_float_eq(r.test.mr, 3.5, 1e-12, "MR %g (4.5: valid not in the filter)", r.test.mr);
+	cr_assert_float_eq(r.test.mrr, 7.0 / 24, 1e-12);
+	for (int s = 0; s < 2; s++) {
+		cr_assert_eq(rdps_test_wait(srv[s], 10000, &st), 0, "server %d not shut down", s);
+		free(logs[s]);
+	}
+	free(data);
+	free(pdir);
+	free(ipc);
+}
