@@ -1,30 +1,26 @@
 // SPDX-License-Identifier: MIT
-/* The training job: sampling, pull/compute/push steps, evaluation, export. */
+/* The training job: sampling, pull/compute/push steps, the start barrier, the
+ * run (evaluation: train_eval.c; data: train_data.c; files: train_save.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "rdps/client.h"
 #include "rdps/common.h"
 #include "rdps/dataset.h"
-#include "rdps/partition.h"
 #include "rdps/server.h"
 #include "rdps/train.h"
+#include "train_internal.h"
 
-#define EVAL_CHUNK_ROWS 8192u /* candidate rows pulled per evaluation round */
-#define SAVE_CHUNK_ROWS 8192u
-/* Bound on a wait for the job's other trainers without --timeout: they may
- * lag by the tail of training or a share of the evaluation. */
-#define PEER_TIMEOUT_DEFAULT_MS 600000
+static int peer_timeout_ms(const struct rdps_train_opts *o);
 
 void rdps_train_opts_init(struct rdps_train_opts *o)
 {
@@ -49,81 +45,7 @@ void rdps_train_opts_init(struct rdps_train_opts *o)
 
 struct job;
 
-struct worker {
-	struct job *j;
-	uint32_t t;                 /* thread index */
-	struct rdps_client *c;
-	uint32_t ent_table, rel_table;
-	uint64_t rng;
-	/* this thread's positives: indices into j->train, reshuffled per epoch */
-	uint32_t *order;
-	uint64_t norder, cursor;
-	/* batch */
-	uint32_t *head, *rel, *tail, *neg, *tmp;
-	uint64_t *ent_ids, *rel_ids;
-	uint32_t n_ent, n_rel;
-	float *ent_rows, *rel_rows, *ent_grad, *rel_grad;
-	void *scratch;
-	size_t scratch_size;
-	/* progress */
-	uint64_t steps, positives;
-	uint64_t negatives;         /* negative slots scored */
-	uint64_t done_steps;        /* steps run by this call (after a resume: the rest) */
-	uint64_t rolled_back;       /* pushed rows server restarts undid (at training end) */
-	uint64_t reconnects;        /* of this thread's client (at training end) */
-	double loss_sum;
-	uint64_t loss_n;
-	uint64_t pull_ns, push_ns, comp_ns;
-	int ret;
-	pthread_t thread;
-};
-
-struct job {
-	const struct rdps_train_opts *o;    /* as run: num_thread covers num_proc, data_dir
-					     * resolved */
-	const struct rdps_train_opts *user; /* as given (config.json) */
-	struct rdps_train_result *res;
-	struct rdps_model *model;
-	uint32_t ent_dim, rel_dim;
-	uint64_t num_entities;
-	uint32_t num_relations;
-	char dataset_name[128];
-	char import_dir[4096];          /* a udd format's temporary directory, or "" */
-	char data_dir[4200];            /* the raw layout read, when found from data_path */
-	struct rdps_triples train;      /* this trainer's positives */
-	struct rdps_triples all_train;  /* every train triple (filter), may alias train */
-	struct rdps_triples valid, test;
-	struct rdps_triples valid_eval, test_eval; /* the eval_percent share (may alias) */
-	struct rdps_triple_set *filter; /* train + valid + test; NULL: raw ranking */
-	uint32_t negs;                  /* negatives per chunk (with --neg_deg_sample: more) */
-	bool interrupted;               /* o->stop was seen: save what there is */
-	uint64_t stop_step;             /* the step thread 0 stopped at */
-	char save_note[900];            /* interrupted: where the embeddings went */
-	uint32_t *new_to_old;           /* NULL: ids are the original ones */
-	uint64_t data_digest;           /* the data every trainer must share */
-	bool start_failed;              /* the data did not load: only tell the others */
-	struct rdps_ipconfig ipc;       /* standalone: the in-process server */
-	struct rdps_server *srv;
-	pthread_t srv_thread;
-	uint32_t chunk;
-	uint64_t t_start;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;            /* local_sync(), and any failure */
-	uint32_t sync_arrived;          /* threads in the current local_sync() */
-	uint64_t sync_gen;              /* local_sync() rounds completed */
-	int ret;                        /* first error */
-	char err[640];
-	struct worker *w;
-};
-
-static void job_fail(struct job *j, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int peer_timeout_ms(const struct rdps_train_opts *o);
-static int job_collective(struct worker *w, const char *what, double *v, size_t n);
-static int evaluate(struct worker *w, const struct rdps_triples *split, const char *name,
-		    bool per_rel, struct rdps_eval_metrics *m, struct rdps_train_relation_sums *rel);
-
-static void job_fail(struct job *j, int ret, const char *fmt, ...)
+void rdps_tj_fail(struct job *j, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -163,26 +85,11 @@ static int local_sync(struct job *j)
 	return ret;
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* Uniform in [0, n) without modulo bias worth caring about (n < 2^32). */
-static inline uint32_t uniform(uint64_t *s, uint64_t n)
-{
-	return (uint32_t)(((xorshift(s) >> 32) * n) >> 32);
-}
-
 static void shuffle(uint32_t *a, uint64_t n, uint64_t *rng)
 {
 	for (uint64_t i = n; i > 1; i--) {
-		uint64_t k = ((xorshift(rng) >> 11) % i);
+		uint64_t k = ((rdps_tj_xorshift(rng) >> 11) % i);
 		uint32_t t = a[i - 1];
 
 		a[i - 1] = a[k];
@@ -190,19 +97,12 @@ static void shuffle(uint32_t *a, uint64_t n, uint64_t *rng)
 	}
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Sorts and deduplicates ids[0..n) into out (as u64), returns the count. */
 static uint32_t unique_ids(uint32_t *ids, uint32_t n, uint64_t *out)
 {
 	uint32_t m = 0;
 
-	qsort(ids, n, sizeof(uint32_t), cmp_u32);
+	qsort(ids, n, sizeof(uint32_t), rdps_tj_cmp_u32);
 	for (uint32_t i = 0; i < n; i++)
 		if (!m || out[m - 1] != ids[i])
 			out[m++] = ids[i];
@@ -305,28 +205,28 @@ static int connect_worker(struct worker *w)
 
 	ret = rdps_client_create(&p, &w->c, err, sizeof(err));
 	if (ret == -EADDRINUSE) {
-		job_fail(j, ret, "%s (is another trainer running with --rank %u?)", err, o->rank);
+		rdps_tj_fail(j, ret, "%s (is another trainer running with --rank %u?)", err, o->rank);
 		return ret;
 	}
 	if (ret == -ECONNREFUSED || ret == -ETIMEDOUT || ret == -EHOSTUNREACH ||
 	    ret == -ENETUNREACH) {
-		job_fail(j, ret, "no server reachable: %s; gave up after --timeout %g s (are the "
+		rdps_tj_fail(j, ret, "no server reachable: %s; gave up after --timeout %g s (are the "
 			 "servers of %s running?)", err, p.timeout_ms > 0 ? p.timeout_ms / 1000.0 : 60.0,
 			 o->ip_config);
 		return ret;
 	}
 	if (ret) {
-		job_fail(j, ret, "%s", err);
+		rdps_tj_fail(j, ret, "%s", err);
 		return ret;
 	}
 	if (j->start_failed)
 		return 0; /* no data to check the tables against: it only reports */
 	if (rdps_client_table(w->c, "entity", &ent) || rdps_client_table(w->c, "relation", &rel)) {
-		job_fail(j, -ENOENT, "the servers have no 'entity' and 'relation' tables");
+		rdps_tj_fail(j, -ENOENT, "the servers have no 'entity' and 'relation' tables");
 		return -ENOENT;
 	}
 	if (ent.num_rows != j->num_entities || rel.num_rows != j->num_relations) {
-		job_fail(j, -EINVAL,
+		rdps_tj_fail(j, -EINVAL,
 			 "the servers hold %llu entities and %llu relations, the dataset has %llu and %u "
 			 "(servers started for another dataset?)",
 			 (unsigned long long)ent.num_rows, (unsigned long long)rel.num_rows,
@@ -334,7 +234,7 @@ static int connect_worker(struct worker *w)
 		return -EINVAL;
 	}
 	if (ent.dim != j->ent_dim || rel.dim != j->rel_dim) {
-		job_fail(j, -EINVAL,
+		rdps_tj_fail(j, -EINVAL,
 			 "%s with hidden_dim %u needs entity rows of %u and relation rows of %u floats; "
 			 "the servers hold %u and %u (start them with the same --model_name and --hidden_dim)",
 			 rdps_model_name(j->model), o->model.hidden_dim, j->ent_dim, j->rel_dim,
@@ -370,13 +270,13 @@ static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
 		const uint32_t *tr;
 
 		if (i % N < o->neg_sample_size) {
-			w->neg[i] = uniform(&w->rng, j->num_entities);
+			w->neg[i] = rdps_tj_uniform(&w->rng, j->num_entities);
 			continue;
 		}
 		/* --neg_deg_sample: the corrupted end of a random positive is an
 		 * entity drawn in proportion to its degree (DGL-KE draws the
 		 * chunk's own positives, and masks each one's own) */
-		tr = j->train.ids + 3 * (uint64_t)uniform(&w->rng, j->train.count);
+		tr = j->train.ids + 3 * (uint64_t)rdps_tj_uniform(&w->rng, j->train.count);
 		w->neg[i] = tr[neg_head ? 0 : 2];
 	}
 	memcpy(w->tmp, w->head, B * 4);
@@ -415,7 +315,7 @@ static const char *fmt_secs(char *buf, size_t len, double s)
 }
 
 /* "elapsed 1m 05s  ETA 3.2 s" after done of total units in secs. */
-static const char *fmt_eta(char *buf, size_t len, double secs, double done, double total)
+const char *rdps_tj_fmt_eta(char *buf, size_t len, double secs, double done, double total)
 {
 	char a[32], b[32];
 
@@ -451,7 +351,7 @@ static void log_progress(struct job *j, uint64_t first, uint64_t step)
 	       "push %.2f ms  %s\n",
 	       o->rank, (unsigned long long)step, (unsigned long long)o->max_step, loss,
 	       secs > 0 ? pos / secs : 0.0, pull, comp, push,
-	       fmt_eta(eta, sizeof(eta), secs, (double)(step - first),
+	       rdps_tj_fmt_eta(eta, sizeof(eta), secs, (double)(step - first),
 		       (double)(o->max_step - first)));
 	fflush(stdout);
 	(void)steps;
@@ -500,14 +400,14 @@ static int load_progress(struct worker *w, uint64_t *step)
 	progress_path(w->j->o, w->t, path, sizeof(path));
 	p = json_load_file(path, 0, &je);
 	if (!p) {
-		job_fail(w->j, -ENOENT, "--resume: cannot read %s: %s", path, je.text);
+		rdps_tj_fail(w->j, -ENOENT, "--resume: cannot read %s: %s", path, je.text);
 		return -ENOENT;
 	}
 	s = json_object_get(p, "step");
 	r = json_object_get(p, "rng");
 	if (!json_is_integer(s) || json_integer_value(s) < 0 || !json_is_string(r) ||
 	    sscanf(json_string_value(r), "%" SCNx64, &w->rng) != 1 || !w->rng) {
-		job_fail(w->j, -EINVAL, "--resume: %s: field step or rng is malformed", path);
+		rdps_tj_fail(w->j, -EINVAL, "--resume: %s: field step or rng is malformed", path);
 		ret = -EINVAL;
 	} else {
 		*step = (uint64_t)json_integer_value(s);
@@ -533,7 +433,7 @@ static int train_step(struct worker *w, uint64_t step)
 	if (!ret)
 		ret = rdps_client_pull(w->c, w->rel_table, w->rel_ids, w->n_rel, w->rel_rows);
 	if (ret) {
-		job_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
+		rdps_tj_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
 		return ret;
 	}
 	t1 = rdps_now_ns();
@@ -542,7 +442,7 @@ static int train_step(struct worker *w, uint64_t step)
 	ret = rdps_model_step(j->model, &b, w->ent_rows, w->rel_rows, w->ent_grad,
 			      w->rel_grad, w->scratch, w->scratch_size, &sr);
 	if (ret) {
-		job_fail(j, ret, "model step failed: %s", rdps_strerror(ret));
+		rdps_tj_fail(j, ret, "model step failed: %s", rdps_strerror(ret));
 		return ret;
 	}
 	t2 = rdps_now_ns();
@@ -558,7 +458,7 @@ static int train_step(struct worker *w, uint64_t step)
 		ret = 0;
 	}
 	if (ret) {
-		job_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
+		rdps_tj_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
 		return ret;
 	}
 	t3 = rdps_now_ns();
@@ -582,7 +482,7 @@ static int validate_during(struct worker *w, uint64_t step)
 	const struct rdps_train_opts *o = j->o;
 	struct rdps_eval_metrics m;
 	uint64_t t0 = rdps_now_ns();
-	int ret = evaluate(w, &j->valid_eval, "valid", false, &m, NULL);
+	int ret = rdps_tj_evaluate(w, &j->valid_eval, "valid", false, &m, NULL);
 
 	if (ret || w->t != 0)
 		return ret;
@@ -606,11 +506,6 @@ static int validate_during(struct worker *w, uint64_t step)
 	return 0;
 }
 
-static bool stop_requested(const struct rdps_train_opts *o)
-{
-	return o->stop && *o->stop;
-}
-
 static int train_loop(struct worker *w)
 {
 	struct job *j = w->j;
@@ -628,13 +523,13 @@ static int train_loop(struct worker *w)
 	 * the step count: the syncs and validations below need every thread. */
 	for (uint64_t step = first; step < o->max_step && !__atomic_load_n(&j->ret, __ATOMIC_RELAXED);
 	     step++) {
-		if (stop_requested(o)) {
+		if (rdps_tj_stop_requested(o)) {
 			pthread_mutex_lock(&j->lock);
 			if (!j->interrupted)
 				j->stop_step = __atomic_load_n(&j->w[0].steps, __ATOMIC_RELAXED);
 			j->interrupted = true;
 			pthread_mutex_unlock(&j->lock);
-			job_fail(j, -EINTR, "interrupted during training");
+			rdps_tj_fail(j, -EINTR, "interrupted during training");
 			return -EINTR;
 		}
 		if (w->norder && (ret = train_step(w, step)))
@@ -644,7 +539,7 @@ static int train_loop(struct worker *w)
 			log_progress(j, first, step + 1);
 		if (o->checkpoint_dir && ((step + 1) % every == 0 || step + 1 == o->max_step) &&
 		    (ret = save_progress(w, step + 1))) {
-			job_fail(j, ret, "cannot write progress into %s: %s", o->checkpoint_dir,
+			rdps_tj_fail(j, ret, "cannot write progress into %s: %s", o->checkpoint_dir,
 				 rdps_strerror(ret));
 			return ret;
 		}
@@ -654,7 +549,7 @@ static int train_loop(struct worker *w)
 		if (o->force_sync_interval && (step + 1) % o->force_sync_interval == 0) {
 			ret = rdps_client_flush(w->c);
 			if (ret) {
-				job_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
+				rdps_tj_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
 				return ret;
 			}
 			ret = local_sync(j);
@@ -670,784 +565,6 @@ static int train_loop(struct worker *w)
 			return ret;
 	}
 	return 0;
-}
-
-/* Pulls rows of ids (u32) into out, in bounded pieces. */
-static int pull_ids(struct worker *w, uint32_t table, const uint32_t *ids, uint64_t n,
-		    uint32_t dim, float *out, uint64_t *buf)
-{
-	for (uint64_t pos = 0; pos < n;) {
-		uint64_t m = n - pos < EVAL_CHUNK_ROWS ? n - pos : EVAL_CHUNK_ROWS;
-		int ret;
-
-		for (uint64_t i = 0; i < m; i++)
-			buf[i] = ids[pos + i];
-		ret = rdps_client_pull(w->c, table, buf, m, out + pos * dim);
-		if (ret)
-			return ret;
-		pos += m;
-	}
-	return 0;
-}
-
-/* A struct rdps_eval_sums as the doubles of an allreduce (counts are exact
- * below 2^53). */
-#define SUMS_DOUBLES 6
-
-static void sums_to_doubles(const struct rdps_eval_sums *s, double *v)
-{
-	v[0] = s->sum_rr;
-	v[1] = s->sum_rank;
-	v[2] = (double)s->hits1;
-	v[3] = (double)s->hits3;
-	v[4] = (double)s->hits10;
-	v[5] = (double)s->count;
-}
-
-static void sums_from_doubles(const double *v, struct rdps_eval_sums *s)
-{
-	*s = (struct rdps_eval_sums){ v[0], v[1], (uint64_t)v[2], (uint64_t)v[3],
-				      (uint64_t)v[4], (uint64_t)v[5] };
-}
-
-/* Allreduce of any length: pieces of RDPS_ALLREDUCE_MAX values (every
- * client of the job calls it with the same n). */
-static int allreduce_long(struct rdps_client *c, double *v, size_t n)
-{
-	for (size_t pos = 0; pos < n; pos += RDPS_ALLREDUCE_MAX) {
-		size_t m = n - pos < RDPS_ALLREDUCE_MAX ? n - pos : RDPS_ALLREDUCE_MAX;
-		int ret = rdps_client_allreduce(c, v + pos, m);
-
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* Per-relation sums of ev into rv: relation r's tail sums at
- * rv[2 * SUMS_DOUBLES * r], its head sums right after; side is scratch for
- * num_relations sums. */
-static int relation_doubles(const struct rdps_eval *ev, uint32_t num_relations,
-			    struct rdps_eval_sums *side, double *rv)
-{
-	static const unsigned sides[2] = { RDPS_EVAL_TAIL, RDPS_EVAL_HEAD };
-
-	for (int k = 0; k < 2; k++) {
-		int ret = rdps_eval_get_relation_sums(ev, sides[k], num_relations, side);
-
-		if (ret)
-			return ret;
-		for (uint32_t r = 0; r < num_relations; r++)
-			sums_to_doubles(&side[r], rv + ((size_t)2 * r + k) * SUMS_DOUBLES);
-	}
-	return 0;
-}
-
-/* Progress of an evaluation: a line at every tenth of the work. */
-struct eval_progress {
-	const char *name;
-	const char *unit;           /* what done and total count */
-	uint64_t total;
-	uint64_t t0;
-	unsigned next;              /* next tenth to report */
-};
-
-static void eval_progress(const struct job *j, struct eval_progress *p, uint64_t done)
-{
-	char eta[96];
-
-	if (!p->total || done * 10 < (uint64_t)p->next * p->total)
-		return;
-	while (p->next <= 10 && done * 10 >= (uint64_t)p->next * p->total)
-		p->next++;
-	printf("[trainer %u] evaluating %s: %3.0f%% (%llu/%llu %s)  %s\n", j->o->rank, p->name,
-	       100.0 * done / p->total, (unsigned long long)done, (unsigned long long)p->total,
-	       p->unit, fmt_eta(eta, sizeof(eta), (rdps_now_ns() - p->t0) / 1e9, (double)done,
-				(double)p->total));
-	fflush(stdout);
-}
-
-/* Floyd's draw of k distinct ids below n into out (k <= n), in the order
- * drawn; seen is a bitmap of n bits, all clear, left clear. */
-static void draw_distinct(uint64_t *rng, uint64_t n, uint64_t k, uint8_t *seen, uint32_t *out)
-{
-	uint64_t m = 0;
-
-	for (uint64_t i = n - k; i < n; i++) {
-		uint32_t t = uniform(rng, i + 1);
-
-		if (seen[t >> 3] & (1u << (t & 7)))
-			t = (uint32_t)i;
-		seen[t >> 3] |= (uint8_t)(1u << (t & 7));
-		out[m++] = t;
-	}
-	for (uint64_t i = 0; i < m; i++)
-		seen[out[i] >> 3] &= (uint8_t)~(1u << (out[i] & 7));
-}
-
-/*
- * DGL-KE's sampled evaluation (--neg_sample_size_eval S): the queries of
- * one side, in batches of batch_size_eval triples, each batch ranked against
- * S distinct entities drawn for it (with --neg_deg_sample_eval also the
- * batch's true entities of that side: DGL-KE's degree-based negatives).
- * q0: the side's first query; h_or_t: the side's true entities.
- */
-static int eval_sampled_side(struct worker *w, struct rdps_eval *ev, size_t q0,
-			     const uint32_t *truth, uint64_t n, uint64_t *rng, uint8_t *seen,
-			     uint32_t *ids, float *cand, uint64_t *buf, struct eval_progress *pr,
-			     uint64_t *done)
-{
-	struct job *j = w->j;
-	const struct rdps_train_opts *o = j->o;
-	uint64_t S = o->neg_sample_size_eval, G = o->batch_size_eval;
-	int ret = 0;
-
-	for (uint64_t i0 = 0; !ret && i0 < n; i0 += G) {
-		uint64_t g = n - i0 < G ? n - i0 : G, k = S;
-
-		if (stop_requested(o))
-			return -EINTR;
-		draw_distinct(rng, j->num_entities, S, seen, ids);
-		for (uint64_t i = 0; i < k; i++)
-			seen[ids[i] >> 3] |= (uint8_t)(1u << (ids[i] & 7));
-		for (uint64_t i = 0; o->neg_deg_sample_eval && i < g; i++) {
-			uint32_t e = truth[i0 + i];
-
-			if (!(seen[e >> 3] & (1u << (e & 7)))) {
-				seen[e >> 3] |= (uint8_t)(1u << (e & 7));
-				ids[k++] = e;
-			}
-		}
-		for (uint64_t i = 0; i < k; i++)
-			seen[ids[i] >> 3] &= (uint8_t)~(1u << (ids[i] & 7));
-		qsort(ids, k, sizeof(*ids), cmp_u32);
-		ret = pull_ids(w, w->ent_table, ids, k, j->ent_dim, cand, buf);
-		if (!ret)
-			ret = rdps_eval_add_sampled(ev, q0 + i0, g, ids, cand, (uint32_t)k);
-		*done += g;
-		eval_progress(j, pr, *done);
-	}
-	return ret;
-}
-
-/* Ranks this trainer's share of split (thread 0 only) and reduces the
- * sums over every client of the job (all threads); with per_rel also the
- * sums of each relation, which thread 0 stores into rel (num_relations
- * entries). Against every entity, streamed in chunks, or (with
- * neg_sample_size_eval) against drawn ones; j->filter skips true triples. */
-static int evaluate(struct worker *w, const struct rdps_triples *split, const char *name,
-		    bool per_rel, struct rdps_eval_metrics *m, struct rdps_train_relation_sums *rel)
-{
-	struct job *j = w->j;
-	const struct rdps_train_opts *o = j->o;
-	struct rdps_eval_sums sums = { 0 };
-	struct rdps_eval *ev = NULL;
-	struct rdps_triple *share = NULL;
-	struct rdps_eval_sums *side = NULL;
-	uint32_t *h = NULL, *r = NULL, *t = NULL, *ids = NULL;
-	float *hr = NULL, *rr = NULL, *tr = NULL, *cand = NULL;
-	uint64_t *buf = NULL, n = 0;
-	uint8_t *seen = NULL;
-	bool sampled = o->neg_sample_size_eval && o->neg_sample_size_eval < j->num_entities;
-	uint64_t cand_rows = sampled ? o->neg_sample_size_eval + o->batch_size_eval
-				     : EVAL_CHUNK_ROWS;
-	size_t nrv = per_rel ? (size_t)j->num_relations * 2 * SUMS_DOUBLES : 0;
-	double v[SUMS_DOUBLES + 1], *rv = NULL;
-	char what[64];
-	int ret = 0;
-
-	/* Every client reduces the per-relation vector; thread 0 fills it. */
-	if (per_rel) {
-		rv = calloc(nrv ? nrv : 1, sizeof(double));
-		if (!rv) {
-			ret = -ENOMEM;
-			goto reduce;
-		}
-	}
-	if (w->t == 0) {
-		uint64_t t0 = rdps_now_ns();
-
-		for (uint64_t i = o->rank; i < split->count; i += o->num_trainers)
-			n++;
-		share = malloc((n ? n : 1) * sizeof(*share));
-		h = malloc((n ? n : 1) * 4);
-		r = malloc((n ? n : 1) * 4);
-		t = malloc((n ? n : 1) * 4);
-		hr = malloc((n ? n : 1) * j->ent_dim * 4);
-		tr = malloc((n ? n : 1) * j->ent_dim * 4);
-		rr = malloc((n ? n : 1) * j->rel_dim * 4);
-		cand = malloc((size_t)cand_rows * j->ent_dim * 4);
-		buf = malloc((cand_rows > EVAL_CHUNK_ROWS ? cand_rows : EVAL_CHUNK_ROWS) *
-			     sizeof(uint64_t));
-		if (sampled) {
-			ids = malloc(cand_rows * sizeof(*ids));
-			seen = calloc(j->num_entities / 8 + 1, 1);
-		}
-		if (per_rel)
-			side = malloc((j->num_relations ? j->num_relations : 1) * sizeof(*side));
-		if (!share || !h || !r || !t || !hr || !tr || !rr || !cand || !buf ||
-		    (per_rel && !side) || (sampled && (!ids || !seen))) {
-			ret = -ENOMEM;
-			goto reduce;
-		}
-		n = 0;
-		for (uint64_t i = o->rank; i < split->count; i += o->num_trainers, n++) {
-			share[n] = (struct rdps_triple){ split->ids[3 * i], split->ids[3 * i + 1],
-							 split->ids[3 * i + 2] };
-			h[n] = share[n].h;
-			r[n] = share[n].r;
-			t[n] = share[n].t;
-		}
-		if (n) {
-			struct rdps_eval_params ep = {
-				.model = j->model, .test = share, .n_test = n, .filter = j->filter,
-				.n_entities = (uint32_t)j->num_entities,
-				.num_threads = o->num_thread,
-				.ties = RDPS_EVAL_TIES_PESSIMISTIC, /* DGL-KE: score >= true */
-				.sides = RDPS_EVAL_BOTH,
-			};
-			struct eval_progress pr = { .name = name, .t0 = t0 };
-
-			ret = rdps_eval_create(&ev, &ep);
-			if (!ret)
-				ret = pull_ids(w, w->ent_table, h, n, j->ent_dim, hr, buf);
-			if (!ret)
-				ret = pull_ids(w, w->ent_table, t, n, j->ent_dim, tr, buf);
-			if (!ret)
-				ret = pull_ids(w, w->rel_table, r, n, j->rel_dim, rr, buf);
-			if (!ret)
-				ret = rdps_eval_set_rows(ev, hr, rr, tr);
-			if (sampled) {
-				/* a seed of its own: the split and the rank pick it */
-				uint64_t rng = (o->seed + 1) * 0x9e3779b97f4a7c15ull ^
-					       XXH3_64bits(name, strlen(name)) ^
-					       (o->rank + 1ull) * 0xbf58476d1ce4e5b9ull, done = 0;
-
-				rng = rng ? rng : 1;
-				pr.unit = "queries";
-				pr.total = 2 * n;
-				if (!ret)
-					ret = eval_sampled_side(w, ev, 0, t, n, &rng, seen, ids, cand,
-								buf, &pr, &done);
-				if (!ret)
-					ret = eval_sampled_side(w, ev, n, h, n, &rng, seen, ids, cand,
-								buf, &pr, &done);
-			}
-			/* Candidates stream through in chunks: no trainer holds the
-			 * whole entity table. */
-			pr.unit = "entities";
-			pr.total = sampled ? 0 : j->num_entities;
-			for (uint64_t c = 0; !ret && !sampled && c < j->num_entities;
-			     c += EVAL_CHUNK_ROWS) {
-				uint64_t cnt = j->num_entities - c < EVAL_CHUNK_ROWS
-						       ? j->num_entities - c
-						       : EVAL_CHUNK_ROWS;
-
-				if (stop_requested(o)) {
-					ret = -EINTR;
-					break;
-				}
-				for (uint64_t i = 0; i < cnt; i++)
-					buf[i] = c + i;
-				ret = rdps_client_pull(w->c, w->ent_table, buf, cnt, cand);
-				if (!ret)
-					ret = rdps_eval_add_candidates(ev, (uint32_t)c, cand,
-								       (uint32_t)cnt);
-				eval_progress(j, &pr, c + cnt);
-			}
-			if (!ret)
-				rdps_eval_get_sums(ev, &sums);
-			if (!ret && per_rel &&
-			    (ret = relation_doubles(ev, j->num_relations, side, rv)))
-				job_fail(j, ret, "evaluation on %s: a relation id is not below %u",
-					 name, j->num_relations);
-		}
-		if (!ret)
-			rdps_info("trainer %u: ranked %llu %s triples in %.1f s", o->rank,
-				  (unsigned long long)n, name, (rdps_now_ns() - t0) / 1e9);
-	}
-reduce:
-	if (ret == -EINTR) {
-		pthread_mutex_lock(&j->lock);
-		if (!j->interrupted)
-			j->stop_step = __atomic_load_n(&j->w[0].steps, __ATOMIC_RELAXED);
-		j->interrupted = true;
-		pthread_mutex_unlock(&j->lock);
-		job_fail(j, ret, "interrupted during the evaluation on %s", name);
-	} else if (ret) {
-		job_fail(j, ret, "evaluation on %s: %s", name,
-			 ret == -ENOMEM ? "out of memory" : rdps_client_errmsg(w->c));
-	}
-	sums_to_doubles(&sums, v);
-	/* How many clients reduce per relation next: all of them or none, or
-	 * the collectives would not pair up. */
-	v[SUMS_DOUBLES] = per_rel;
-	if (!ret) {
-		/* the other threads waited here (locally) while thread 0 ranked */
-		snprintf(what, sizeof(what), "reducing the %s metrics", name);
-		ret = job_collective(w, what, v, SUMS_DOUBLES + 1);
-	}
-	if (!ret && v[SUMS_DOUBLES] != 0 &&
-	    v[SUMS_DOUBLES] != (double)o->num_trainers * o->num_thread) {
-		ret = -EINVAL;
-		job_fail(j, ret, "--eval_per_relation was given to some trainers of the job and "
-			 "not to others (give it to all or none)");
-	}
-	if (!ret) {
-		sums_from_doubles(v, &sums);
-		rdps_eval_metrics_from_sums(&sums, m);
-	}
-	if (!ret && per_rel) {
-		snprintf(what, sizeof(what), "reducing the %s metrics per relation", name);
-		ret = job_collective(w, what, rv, nrv);
-	}
-	if (!ret && per_rel && w->t == 0) {
-		for (uint32_t k = 0; k < j->num_relations; k++) {
-			sums_from_doubles(rv + (size_t)2 * k * SUMS_DOUBLES, &rel[k].tail);
-			sums_from_doubles(rv + ((size_t)2 * k + 1) * SUMS_DOUBLES, &rel[k].head);
-		}
-	}
-	rdps_eval_destroy(ev);
-	free(side);
-	free(rv);
-	free(share);
-	free(h);
-	free(r);
-	free(t);
-	free(hr);
-	free(rr);
-	free(tr);
-	free(cand);
-	free(buf);
-	free(ids);
-	free(seen);
-	return ret;
-}
-
-static int copy_file(const char *from, const char *to)
-{
-	FILE *in = fopen(from, "rb"), *out;
-	char buf[65536];
-	size_t n;
-	int ret = 0;
-
-	if (!in)
-		return -errno;
-	out = fopen(to, "wb");
-	if (!out) {
-		ret = -errno;
-		fclose(in);
-		return ret;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		if (fwrite(buf, 1, n, out) != n)
-			ret = -EIO;
-	if (ferror(in))
-		ret = -EIO;
-	fclose(in);
-	if (fclose(out))
-		ret = -EIO;
-	return ret;
-}
-
-/* Pulls a whole table in chunks and writes it in original id order. */
-static int save_table(struct worker *w, uint32_t table, uint64_t rows, uint32_t dim,
-		      const uint32_t *new_to_old, const char *path)
-{
-	float *all = malloc((rows ? rows : 1) * dim * sizeof(float));
-	float *chunk = malloc((size_t)SAVE_CHUNK_ROWS * dim * sizeof(float));
-	uint64_t *ids = malloc(SAVE_CHUNK_ROWS * sizeof(uint64_t));
-	int ret = 0;
-
-	if (!all || !chunk || !ids) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (uint64_t c = 0; c < rows && !ret; c += SAVE_CHUNK_ROWS) {
-		uint64_t cnt = rows - c < SAVE_CHUNK_ROWS ? rows - c : SAVE_CHUNK_ROWS;
-
-		for (uint64_t i = 0; i < cnt; i++)
-			ids[i] = c + i;
-		ret = rdps_client_pull(w->c, table, ids, cnt, chunk);
-		for (uint64_t i = 0; !ret && i < cnt; i++) {
-			uint64_t dst = new_to_old ? new_to_old[c + i] : c + i;
-
-			memcpy(all + dst * dim, chunk + i * dim, dim * sizeof(float));
-		}
-	}
-	if (!ret)
-		ret = rdps_npy_write_f32(path, all, rows, dim);
-out:
-	free(all);
-	free(chunk);
-	free(ids);
-	return ret;
-}
-
-/* ---------------------------------------------------------------------- */
-/* config.json and results.json: JSON as Python's json.dump(indent=4)
- * writes it, numbers as Python prints them (DGL-KE's files are written so).
- */
-
-struct jw {
-	FILE *f;
-	int depth;
-	bool first[4];              /* no member written yet at this depth (0: the
-				     * top object, its members indented by 4) */
-};
-
-static void jw_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c == '\t')
-			fputs("\\t", f);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-/* Starts member key at the current depth (key NULL: an array element). */
-static void jw_key(struct jw *w, const char *key)
-{
-	fprintf(w->f, "%s\n%*s", w->first[w->depth] ? "" : ",", 4 * (w->depth + 1), "");
-	w->first[w->depth] = false;
-	if (key) {
-		jw_str(w->f, key);
-		fputs(": ", w->f);
-	}
-}
-
-/* Opens an object or array ('{' or '['): the top one (depth -1), a member
- * (key) or an array element (key NULL). */
-static void jw_open(struct jw *w, const char *key, char c)
-{
-	if (w->depth >= 0)
-		jw_key(w, key);
-	fputc(c, w->f);
-	w->first[++w->depth] = true;
-}
-
-static void jw_close(struct jw *w, char c)
-{
-	if (!w->first[w->depth])
-		fprintf(w->f, "\n%*s", 4 * w->depth, "");
-	w->depth--;
-	fputc(c, w->f);
-}
-
-static void jw_string(struct jw *w, const char *key, const char *v)
-{
-	jw_key(w, key);
-	if (v)
-		jw_str(w->f, v);
-	else
-		fputs("null", w->f);
-}
-
-static void jw_bool(struct jw *w, const char *key, bool v)
-{
-	jw_key(w, key);
-	fputs(v ? "true" : "false", w->f);
-}
-
-static void jw_int(struct jw *w, const char *key, long long v)
-{
-	jw_key(w, key);
-	fprintf(w->f, "%lld", v);
-}
-
-static void jw_double(struct jw *w, const char *key, double v)
-{
-	char buf[48];
-
-	rdps_eval_format_number(buf, sizeof(buf), v);
-	jw_key(w, key);
-	fputs(buf, w->f);
-}
-
-/* A float option as the user wrote it: the shortest decimal that reads
- * back to the float (0.01, not 0.009999999776), printed as Python prints
- * that number given on DGL-KE's command line. */
-static void jw_float(struct jw *w, const char *key, float v)
-{
-	char tmp[32];
-
-	for (int prec = 1; prec <= 9; prec++) {
-		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, (double)v);
-		if (strtof(tmp, NULL) == v)
-			break;
-	}
-	jw_double(w, key, strtod(tmp, NULL));
-}
-
-/* Opens path's temporary sibling for a JSON object. */
-static int jw_begin(struct jw *w, const char *path, char *tmp, size_t len)
-{
-	snprintf(tmp, len, "%s.tmp", path);
-	*w = (struct jw){ .f = fopen(tmp, "w"), .depth = -1 };
-	if (!w->f)
-		return -errno;
-	jw_open(w, NULL, '{');
-	return 0;
-}
-
-/* Closes the object, fsyncs and renames it over path. */
-static int jw_end(struct jw *w, const char *path, const char *tmp)
-{
-	int ret = 0;
-
-	jw_close(w, '}');
-	if (ferror(w->f) || fflush(w->f) || fsync(fileno(w->f)))
-		ret = -EIO;
-	if (fclose(w->f))
-		ret = -EIO;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
-}
-
-/* DGL-KE's config.json (its keys first, those dglke_eval and dglke_predict
- * read: model, emb_size, gamma, double_ent, double_rel, ...), then rdps's. */
-static int save_config(struct job *j, const char *path)
-{
-	const struct rdps_train_opts *o = j->o, *u = j->user;
-	const struct rdps_model_params *mp = &o->model;
-	char tmp[4200];
-	struct jw w;
-	int ret = jw_begin(&w, path, tmp, sizeof(tmp));
-
-	if (ret)
-		return ret;
-	jw_string(&w, "dataset", j->dataset_name);
-	jw_string(&w, "model", rdps_model_name(j->model));
-	jw_int(&w, "emb_size", mp->hidden_dim);
-	jw_int(&w, "max_train_step", (long long)o->max_step);
-	jw_int(&w, "batch_size", o->batch_size);
-	jw_int(&w, "neg_sample_size", o->neg_sample_size);
-	jw_float(&w, "lr", o->lr);
-	jw_float(&w, "gamma", mp->gamma);
-	/* as the tables are laid out (RotatE doubles its entities always) */
-	jw_bool(&w, "double_ent", j->ent_dim == 2 * mp->hidden_dim);
-	jw_bool(&w, "double_rel", j->rel_dim == 2 * mp->hidden_dim);
-	jw_bool(&w, "neg_adversarial_sampling", mp->adv);
-	jw_float(&w, "adversarial_temperature", mp->adv_temp);
-	jw_float(&w, "regularization_coef", mp->reg_coef);
-	if (mp->reg_norm == (float)(int)mp->reg_norm)
-		jw_int(&w, "regularization_norm", (int)mp->reg_norm); /* DGL-KE's is an int */
-	else
-		jw_float(&w, "regularization_norm", mp->reg_norm);
-	jw_string(&w, "emap_file", "entities.dict");
-	jw_string(&w, "rmap_file", "relations.dict");
-	/* rdps's */
-	jw_string(&w, "model_name", rdps_model_name(j->model));
-	jw_int(&w, "hidden_dim", mp->hidden_dim);
-	jw_int(&w, "max_step", (long long)o->max_step);
-	jw_string(&w, "data_path", u->data_path ? u->data_path : o->data_dir);
-	jw_string(&w, "format", u->format ? u->format : "built_in");
-	jw_open(&w, "data_files", '[');
-	for (int i = 0; u->data_files[i]; i++)
-		jw_string(&w, NULL, u->data_files[i]);
-	jw_close(&w, ']');
-	jw_string(&w, "delimiter", u->delimiter ? u->delimiter : "\t");
-	jw_int(&w, "neg_chunk_size", j->chunk);
-	jw_bool(&w, "neg_deg_sample", o->neg_deg_sample);
-	jw_int(&w, "emb_size_entity", j->ent_dim);
-	jw_int(&w, "emb_size_relation", j->rel_dim);
-	jw_int(&w, "n_entities", (long long)j->num_entities);
-	jw_int(&w, "n_relations", j->num_relations);
-	jw_string(&w, "id_order", "entities.dict / relations.dict ids");
-	jw_int(&w, "num_trainers", o->num_trainers);
-	jw_int(&w, "num_proc", u->num_proc);
-	jw_int(&w, "num_thread", u->num_thread);
-	jw_int(&w, "seed", (long long)o->seed);
-	return jw_end(&w, path, tmp);
-}
-
-static void jw_metrics(struct jw *w, const char *key, const struct rdps_eval_metrics *m)
-{
-	jw_open(w, key, '{');
-	jw_double(w, "MRR", m->mrr);
-	jw_double(w, "MR", m->mr);
-	jw_double(w, "HITS@1", m->hits1);
-	jw_double(w, "HITS@3", m->hits3);
-	jw_double(w, "HITS@10", m->hits10);
-	jw_int(w, "queries", (long long)m->count);
-	jw_close(w, '}');
-}
-
-static void jw_relations(struct jw *w, const char *key, const struct job *j,
-			 const struct rdps_train_relation_sums *rel)
-{
-	const struct rdps_train_result *res = j->res;
-
-	jw_open(w, key, '[');
-	for (uint32_t r = 0; r < res->num_relations; r++) {
-		struct rdps_eval_sums both = rel[r].tail;
-		struct rdps_eval_metrics m, mt, mh;
-
-		if (!rel[r].tail.count && !rel[r].head.count)
-			continue;
-		rdps_eval_sums_add(&both, &rel[r].head);
-		rdps_eval_metrics_from_sums(&both, &m);
-		rdps_eval_metrics_from_sums(&rel[r].tail, &mt);
-		rdps_eval_metrics_from_sums(&rel[r].head, &mh);
-		jw_open(w, NULL, '{');
-		jw_int(w, "id", r);
-		jw_string(w, "relation", res->relation_names[r]);
-		jw_int(w, "triples", (long long)(rel[r].tail.count ? rel[r].tail.count
-								   : rel[r].head.count));
-		jw_double(w, "MRR", m.mrr);
-		jw_double(w, "MR", m.mr);
-		jw_double(w, "HITS@1", m.hits1);
-		jw_double(w, "HITS@3", m.hits3);
-		jw_double(w, "HITS@10", m.hits10);
-		jw_double(w, "tail MRR", mt.mrr);
-		jw_double(w, "head MRR", mh.mrr);
-		jw_close(w, '}');
-	}
-	jw_close(w, ']');
-}
-
-/* <save_path>/results.json: the final metrics (as printed), per relation if
- * computed, and what the training did. */
-static int save_results(struct job *j, const char *path)
-{
-	const struct rdps_train_opts *o = j->o;
-	const struct rdps_train_result *res = j->res;
-	char tmp[4200];
-	struct jw w;
-	int ret = jw_begin(&w, path, tmp, sizeof(tmp));
-
-	if (ret)
-		return ret;
-	jw_string(&w, "dataset", j->dataset_name);
-	jw_string(&w, "model", rdps_model_name(j->model));
-	if (res->have_valid)
-		jw_metrics(&w, "Valid", &res->valid);
-	if (res->have_test)
-		jw_metrics(&w, "Test", &res->test);
-	if (res->have_valid && res->valid_rel)
-		jw_relations(&w, "Valid per relation", j, res->valid_rel);
-	if (res->have_test && res->test_rel)
-		jw_relations(&w, "Test per relation", j, res->test_rel);
-	jw_bool(&w, "filtered", j->filter != NULL);
-	jw_int(&w, "neg_sample_size_eval",
-	       o->neg_sample_size_eval && o->neg_sample_size_eval < j->num_entities
-		       ? (long long)o->neg_sample_size_eval : (long long)j->num_entities);
-	jw_double(&w, "eval_percent", o->eval_percent);
-	jw_int(&w, "steps", (long long)res->steps_done);
-	jw_int(&w, "max_step", (long long)o->max_step);
-	jw_int(&w, "threads", o->num_thread);
-	jw_int(&w, "num_trainers", o->num_trainers);
-	jw_double(&w, "train_seconds", res->train_seconds);
-	jw_double(&w, "pos_per_second", res->pos_per_second);
-	jw_double(&w, "last_loss", res->last_loss);
-	return jw_end(&w, path, tmp);
-}
-
-/* Trainer 0, thread 0: results.json (if results), then (unless
- * no_save_emb) the embeddings, the dicts and config.json, into save_path
- * (checked before training). err says what went wrong. */
-static int save_files(struct worker *w, bool results, char *err, size_t errlen)
-{
-	struct job *j = w->j;
-	const struct rdps_train_opts *o = j->o;
-	char path[4096], from[4096];
-	bool pulled = false;
-	int ret = 0;
-
-	if (mkdir(o->save_path, 0755) && errno != EEXIST) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot create --save_path %s: %s", o->save_path,
-			 strerror(-ret));
-		return ret;
-	}
-	if (results) {
-		snprintf(path, sizeof(path), "%s/results.json", o->save_path);
-		ret = save_results(j, path);
-	}
-	if (!ret && !o->no_save_emb) {
-		snprintf(path, sizeof(path), "%s/%s_%s_entity.npy", o->save_path, j->dataset_name,
-			 rdps_model_name(j->model));
-		pulled = true;
-		ret = save_table(w, w->ent_table, j->num_entities, j->ent_dim, j->new_to_old, path);
-	}
-	if (!ret && !o->no_save_emb) {
-		snprintf(path, sizeof(path), "%s/%s_%s_relation.npy", o->save_path,
-			 j->dataset_name, rdps_model_name(j->model));
-		ret = save_table(w, w->rel_table, j->num_relations, j->rel_dim, NULL, path);
-	}
-	for (int i = 0; !ret && !o->no_save_emb && i < 2; i++) {
-		const char *f = i ? "relations.dict" : "entities.dict";
-
-		pulled = false;
-		snprintf(from, sizeof(from), "%s/%s", o->data_dir, f);
-		snprintf(path, sizeof(path), "%s/%s", o->save_path, f);
-		ret = copy_file(from, path);
-	}
-	if (!ret && !o->no_save_emb) {
-		snprintf(path, sizeof(path), "%s/config.json", o->save_path);
-		ret = save_config(j, path);
-	}
-	/* a table's rows come from the servers: a failed pull says why there */
-	if (ret)
-		snprintf(err, errlen, "saving %s: %s", path,
-			 pulled && ret != -EIO && ret != -ENOMEM ? rdps_client_errmsg(w->c)
-								 : rdps_strerror(ret));
-	return ret;
-}
-
-static int save_all(struct worker *w)
-{
-	struct job *j = w->j;
-	const struct rdps_train_opts *o = j->o;
-	char err[600];
-	int ret = save_files(w, true, err, sizeof(err));
-
-	if (ret)
-		job_fail(j, ret, "%s", err);
-	else
-		rdps_info("trainer %u: %s saved in %s", o->rank,
-			  o->no_save_emb ? "results.json" : "embeddings, config.json and results.json",
-			  o->save_path);
-	return ret;
-}
-
-/* Stopped by o->stop: trainer 0 saves the embeddings reached and says
- * where in j->save_note. */
-static void save_interrupted(struct worker *w)
-{
-	struct job *j = w->j;
-	const struct rdps_train_opts *o = j->o;
-	char err[600];
-
-	if (!o->save_path || o->no_save_emb) {
-		snprintf(j->save_note, sizeof(j->save_note), "nothing saved (%s)",
-			 o->save_path ? "--no_save_emb" : "no --save_path");
-		return;
-	}
-	/* this thread's pushes are in; the others' unacknowledged ones may not be */
-	rdps_client_flush(w->c);
-	if (save_files(w, false, err, sizeof(err)))
-		snprintf(j->save_note, sizeof(j->save_note), "the embeddings could not be saved: %s",
-			 err);
-	else
-		snprintf(j->save_note, sizeof(j->save_note),
-			 "the embeddings reached are saved in %s (%s_%s_entity.npy and "
-			 "_relation.npy, the dicts, config.json)", o->save_path, j->dataset_name,
-			 rdps_model_name(j->model));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1667,7 +784,7 @@ static void start_barrier_failed(struct worker *w, int ret)
 		 * came cannot tell each other apart from the missing: name the
 		 * candidates. */
 		if (o->num_trainers == 2) {
-			job_fail(j, ret, "the start barrier timed out after %g s (--timeout): "
+			rdps_tj_fail(j, ret, "the start barrier timed out after %g s (--timeout): "
 				 "trainer %u of the job's 2 did not arrive (not started, still "
 				 "loading its data, or unable to reach server 0: see its log)",
 				 secs, 1 - o->rank);
@@ -1681,7 +798,7 @@ static void start_barrier_failed(struct worker *w, int ret)
 			snprintf(others + len, sizeof(others) - len,
 				 o->rank + 2 < o->num_trainers ? "%s%u-%u" : "%s%u",
 				 o->rank ? ", " : "", o->rank + 1, o->num_trainers - 1);
-		job_fail(j, ret, "the start barrier timed out after %g s (--timeout): not all "
+		rdps_tj_fail(j, ret, "the start barrier timed out after %g s (--timeout): not all "
 			 "of the job's %u trainers arrived; this one (trainer %u) did, the "
 			 "missing are among %s (not started, still loading their data, or "
 			 "unable to reach server 0: see their logs)", secs, o->num_trainers,
@@ -1689,11 +806,11 @@ static void start_barrier_failed(struct worker *w, int ret)
 	} else if (left && sscanf(left, "client %u left", &client) == 1 &&
 		   client < o->num_trainers * o->num_thread) {
 		/* The server fails a barrier when one of its clients leaves. */
-		job_fail(j, ret, "the start barrier failed: trainer %u arrived and left again "
+		rdps_tj_fail(j, ret, "the start barrier failed: trainer %u arrived and left again "
 			 "(it gave up waiting or failed: see its log), so the job's %u trainers "
 			 "never all met (%s)", client / o->num_thread, o->num_trainers, why);
 	} else {
-		job_fail(j, ret, "the start barrier failed while waiting for the job's %u "
+		rdps_tj_fail(j, ret, "the start barrier failed while waiting for the job's %u "
 			 "trainers: %s", o->num_trainers, why);
 	}
 }
@@ -1723,7 +840,7 @@ static int compare_options(struct worker *w, const double *a)
 		rankset_add(d + D_BITS, words, o->rank);
 	ret = rdps_client_allreduce(w->c, d, RDPS_ALLREDUCE_MAX);
 	if (ret) {
-		job_fail(j, ret, "comparing the job's options at the start barrier: %s",
+		rdps_tj_fail(j, ret, "comparing the job's options at the start barrier: %s",
 			 rdps_client_errmsg(w->c));
 		return ret;
 	}
@@ -1769,7 +886,7 @@ static int compare_options(struct worker *w, const double *a)
 	}
 	if (!msg[0])
 		return 0;
-	job_fail(j, -EINVAL, "options that must be the same on every trainer of the job differ, so "
+	rdps_tj_fail(j, -EINVAL, "options that must be the same on every trainer of the job differ, so "
 		 "none starts training: %s", msg);
 	return -EINVAL;
 }
@@ -1813,7 +930,7 @@ static int job_start(struct worker *w)
 	if (a[A_FAILED] > 0) {
 		fmt_ranks(ranks, sizeof(ranks), a + A_BITS, words, o->num_trainers,
 			  (uint64_t)a[A_FAILED], a[A_FAILED_SUM]);
-		job_fail(j, -ECANCELED, "%s could not load the data (see %s log); no trainer starts "
+		rdps_tj_fail(j, -ECANCELED, "%s could not load the data (see %s log); no trainer starts "
 			 "training", ranks, a[A_FAILED] > 1 ? "their" : "its");
 		return -ECANCELED;
 	}
@@ -1823,9 +940,23 @@ static int job_start(struct worker *w)
 	return compare_options(w, a);
 }
 
+/* Allreduce of any length: pieces of RDPS_ALLREDUCE_MAX values (every
+ * client of the job calls it with the same n). */
+static int allreduce_long(struct rdps_client *c, double *v, size_t n)
+{
+	for (size_t pos = 0; pos < n; pos += RDPS_ALLREDUCE_MAX) {
+		size_t m = n - pos < RDPS_ALLREDUCE_MAX ? n - pos : RDPS_ALLREDUCE_MAX;
+		int ret = rdps_client_allreduce(c, v + pos, m);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* A barrier or (v non-NULL) an allreduce of the job after the start, once
  * this trainer's threads are all there; what names it in errors. */
-static int job_collective(struct worker *w, const char *what, double *v, size_t n)
+int rdps_tj_collective(struct worker *w, const char *what, double *v, size_t n)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
@@ -1835,12 +966,12 @@ static int job_collective(struct worker *w, const char *what, double *v, size_t 
 		return ret;
 	ret = v ? allreduce_long(w->c, v, n) : rdps_client_barrier(w->c);
 	if (ret == -ETIMEDOUT)
-		job_fail(j, ret, "%s: the job's %u trainers did not all arrive within %g s (the "
+		rdps_tj_fail(j, ret, "%s: the job's %u trainers did not all arrive within %g s (the "
 			 "longer of --timeout and %d s; one is slower or failed: see their logs): %s",
 			 what, o->num_trainers, later_timeout_ms(o) / 1000.0,
 			 PEER_TIMEOUT_DEFAULT_MS / 1000, rdps_client_errmsg(w->c));
 	else if (ret)
-		job_fail(j, ret, "%s: %s", what, rdps_client_errmsg(w->c));
+		rdps_tj_fail(j, ret, "%s: %s", what, rdps_client_errmsg(w->c));
 	return ret;
 }
 
@@ -1866,7 +997,7 @@ static void *worker_main(void *arg)
 	w->rolled_back = rdps_client_rolled_back_rows(w->c);
 	w->reconnects = rdps_client_reconnects(w->c);
 	if (!ret)
-		ret = job_collective(w, "the barrier after training", NULL, 0);
+		ret = rdps_tj_collective(w, "the barrier after training", NULL, 0);
 	if (w->t == 0 && (!ret || j->interrupted)) {
 		double secs = (rdps_now_ns() - j->t_start) / 1e9;
 		uint64_t pos = 0;
@@ -1899,27 +1030,27 @@ static void *worker_main(void *arg)
 		fflush(stdout);
 	}
 	if (!ret && o->valid) {
-		ret = evaluate(w, &j->valid_eval, "valid", o->eval_per_relation, &j->res->valid,
+		ret = rdps_tj_evaluate(w, &j->valid_eval, "valid", o->eval_per_relation, &j->res->valid,
 			       j->res->valid_rel);
 		j->res->have_valid = !ret;
 	}
 	if (!ret && o->test) {
-		ret = evaluate(w, &j->test_eval, "test", o->eval_per_relation, &j->res->test,
+		ret = rdps_tj_evaluate(w, &j->test_eval, "test", o->eval_per_relation, &j->res->test,
 			       j->res->test_rel);
 		j->res->have_test = !ret;
 	}
 	/* Every trainer is done with the servers; trainer 0 then saves (the
 	 * others need not wait for that) and shuts them down. */
 	if (!ret)
-		ret = job_collective(w, "the final barrier", NULL, 0);
+		ret = rdps_tj_collective(w, "the final barrier", NULL, 0);
 	if (!ret && o->save_path && o->rank == 0 && w->t == 0)
-		ret = save_all(w);
+		ret = rdps_tj_save_all(w);
 	if (ret && j->interrupted && o->rank == 0 && w->t == 0)
-		save_interrupted(w);
+		rdps_tj_save_interrupted(w);
 	if (!ret && !o->standalone && o->shutdown_servers && o->rank == 0 && w->t == 0) {
 		ret = rdps_client_shutdown_servers(w->c);
 		if (ret)
-			job_fail(j, ret, "shutting the servers down: %s", rdps_client_errmsg(w->c));
+			rdps_tj_fail(j, ret, "shutting the servers down: %s", rdps_client_errmsg(w->c));
 	}
 out:
 	w->ret = ret;
@@ -1959,7 +1090,7 @@ static int start_standalone_server(struct job *j)
 		.init = RDPS_INIT_UNIFORM, .init_range = r, .optimizer = o->optimizer, .lr = o->lr };
 	ret = rdps_server_create(&cfg, &j->srv, err, sizeof(err));
 	if (ret) {
-		job_fail(j, ret, "in-process store: %s", err);
+		rdps_tj_fail(j, ret, "in-process store: %s", err);
 		return ret;
 	}
 	ret = -pthread_create(&j->srv_thread, NULL, server_main, j->srv);
@@ -1968,41 +1099,6 @@ static int start_standalone_server(struct job *j)
 		j->srv = NULL;
 	}
 	return ret;
-}
-
-/* With eval_per_relation: the result's relation names (one block: the
- * pointer array, then the strings) and its per-relation arrays. */
-static int alloc_relation_results(struct job *j, const struct rdps_dataset *ds, char *err,
-				  size_t errlen)
-{
-	const struct rdps_train_opts *o = j->o;
-	struct rdps_train_result *res = j->res;
-	uint32_t n = j->num_relations;
-	size_t bytes = (size_t)n * sizeof(char *);
-	char *p;
-
-	for (uint32_t r = 0; r < n; r++)
-		bytes += strlen(rdps_dataset_relation_name(ds, r)) + 1;
-	res->relation_names = malloc(bytes ? bytes : 1);
-	if (o->test)
-		res->test_rel = calloc(n ? n : 1, sizeof(*res->test_rel));
-	if (o->valid)
-		res->valid_rel = calloc(n ? n : 1, sizeof(*res->valid_rel));
-	if (!res->relation_names || (o->test && !res->test_rel) || (o->valid && !res->valid_rel)) {
-		snprintf(err, errlen, "out of memory for the metrics of %u relations", n);
-		return -ENOMEM;
-	}
-	p = (char *)(res->relation_names + n);
-	for (uint32_t r = 0; r < n; r++) {
-		const char *name = rdps_dataset_relation_name(ds, r);
-		size_t len = strlen(name) + 1;
-
-		memcpy(p, name, len);
-		res->relation_names[r] = p;
-		p += len;
-	}
-	res->num_relations = n;
-	return 0;
 }
 
 void rdps_train_result_free(struct rdps_train_result *res)
@@ -2016,175 +1112,6 @@ void rdps_train_result_free(struct rdps_train_result *res)
 	res->test_rel = NULL;
 	res->valid_rel = NULL;
 	res->num_relations = 0;
-}
-
-/* Loads triples: from the partition (relabeled) or the dataset. */
-static int load_data(struct job *j, char *err, size_t errlen)
-{
-	const struct rdps_train_opts *o = j->o;
-	struct rdps_dataset *ds = NULL;
-	struct rdps_partition *p = NULL;
-	int ret;
-
-	ret = rdps_dataset_open(o->data_dir, &ds, err, errlen);
-	if (ret)
-		return ret;
-	j->num_entities = rdps_dataset_num_entities(ds);
-	j->num_relations = rdps_dataset_num_relations(ds);
-	if (!j->dataset_name[0]) {
-		char tmp[4096];
-
-		snprintf(tmp, sizeof(tmp), "%s", o->data_dir);
-		snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", basename(tmp));
-	}
-	if (o->eval_per_relation && (o->test || o->valid)) {
-		ret = alloc_relation_results(j, ds, err, errlen);
-		if (ret)
-			goto out;
-	}
-	if (!o->partition_dir) {
-		/* Either evaluation needs both other splits: they are in its filter. */
-		ret = rdps_dataset_load(ds, RDPS_SPLIT_TRAIN, &j->all_train, err, errlen);
-		if (!ret && (o->test || o->valid))
-			ret = rdps_dataset_load(ds, RDPS_SPLIT_VALID, &j->valid, err, errlen);
-		if (!ret && (o->test || o->valid))
-			ret = rdps_dataset_load(ds, RDPS_SPLIT_TEST, &j->test, err, errlen);
-		if (ret)
-			goto out;
-		/* The trainers of a job must read the same dataset: its counts
-		 * stand for it (a trainer's servers check the entity count). */
-		{
-			uint64_t id[3] = { j->num_entities, j->num_relations, j->all_train.count };
-
-			j->data_digest = XXH3_64bits(id, sizeof(id));
-		}
-		/* Without a partition, trainers split the triples by rank. */
-		if (o->num_trainers == 1) {
-			j->train = j->all_train;
-		} else {
-			uint64_t n = 0;
-
-			j->train.ids = malloc((j->all_train.count / o->num_trainers + 1) * 12);
-			if (!j->train.ids) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			for (uint64_t i = o->rank; i < j->all_train.count; i += o->num_trainers, n++)
-				memcpy(j->train.ids + 3 * n, j->all_train.ids + 3 * i, 12);
-			j->train.count = n;
-		}
-		goto out;
-	}
-	ret = rdps_partition_open(o->partition_dir, &p, err, errlen);
-	if (ret)
-		goto out;
-	{
-		const struct rdps_partition_info *pi = rdps_partition_get_info(p);
-		uint32_t part = o->rank % pi->k;
-
-		/* A damaged or edited dataset is named here, file and line, before
-		 * its relabeled ids are trusted. */
-		ret = rdps_partition_check_dataset(p, o->data_dir, err, errlen);
-		if (ret)
-			goto out;
-		if (pi->num_entities != j->num_entities || pi->num_relations != j->num_relations) {
-			snprintf(err, errlen,
-				 "%s/partition.json has %llu entities and %llu relations, but %s has "
-				 "%llu and %u (the dict copies in %s do not match its partition.json)",
-				 o->partition_dir, (unsigned long long)pi->num_entities,
-				 (unsigned long long)pi->num_relations, o->data_dir,
-				 (unsigned long long)j->num_entities, j->num_relations,
-				 o->partition_dir);
-			ret = -EINVAL;
-			goto out;
-		}
-		/* The trainers of a job must share the partition: its ranges and
-		 * the checksums of its parts stand for it. */
-		{
-			XXH3_state_t *h = XXH3_createState();
-
-			if (!h) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			XXH3_64bits_reset(h);
-			XXH3_64bits_update(h, pi->ranges, ((size_t)pi->k + 1) * sizeof(*pi->ranges));
-			for (uint32_t q = 0; q < pi->k; q++)
-				XXH3_64bits_update(h, &pi->parts[q].checksum, sizeof(pi->parts[q].checksum));
-			j->data_digest = XXH3_64bits_digest(h);
-			XXH3_freeState(h);
-		}
-		/* Trainers of one part share its triples. */
-		ret = rdps_partition_load_train(p, part, NULL, &j->all_train, err, errlen);
-		if (ret)
-			goto out;
-		if (o->num_trainers > pi->k) {
-			uint32_t sharers = 0, me = 0;
-			uint64_t n = 0;
-
-			for (uint32_t r = 0; r < o->num_trainers; r++)
-				if (r % pi->k == part) {
-					if (r == o->rank)
-						me = sharers;
-					sharers++;
-				}
-			j->train.ids = malloc((j->all_train.count / sharers + 1) * 12);
-			if (!j->train.ids) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			for (uint64_t i = me; i < j->all_train.count; i += sharers, n++)
-				memcpy(j->train.ids + 3 * n, j->all_train.ids + 3 * i, 12);
-			j->train.count = n;
-		} else {
-			j->train = j->all_train;
-		}
-		/* The evaluation filter needs every part's triples. */
-		if (o->test || o->valid) {
-			struct rdps_triples all = { 0 };
-			uint64_t total = pi->num_triples[RDPS_SPLIT_TRAIN], n = 0;
-
-			all.ids = malloc(total * 12 + 12);
-			for (uint32_t q = 0; all.ids && !ret && q < pi->k; q++) {
-				struct rdps_triples tq;
-
-				ret = rdps_partition_load_train(p, q, NULL, &tq, err, errlen);
-				if (!ret) {
-					memcpy(all.ids + 3 * n, tq.ids, tq.count * 12);
-					n += tq.count;
-					rdps_dataset_triples_free(&tq);
-				}
-			}
-			all.count = n;
-			if (!all.ids)
-				ret = -ENOMEM;
-			if (ret) {
-				free(all.ids);
-				goto out;
-			}
-			if (j->train.ids == j->all_train.ids) {
-				/* all_train aliased train: keep train, replace the filter set */
-				j->all_train = all;
-			} else {
-				rdps_dataset_triples_free(&j->all_train);
-				j->all_train = all;
-			}
-		}
-		if (!ret && (o->test || o->valid))
-			ret = rdps_partition_load_split(p, RDPS_SPLIT_VALID, NULL, &j->valid, err, errlen);
-		if (!ret && (o->test || o->valid))
-			ret = rdps_partition_load_split(p, RDPS_SPLIT_TEST, NULL, &j->test, err, errlen);
-		if (!ret && o->save_path && o->rank == 0)
-			ret = rdps_partition_load_idmap(p, NULL, &j->new_to_old, NULL, err, errlen);
-		if (!ret)
-			rdps_info("trainer %u: part %u of %u: %llu train triples (%llu for this trainer)",
-				  o->rank, part, pi->k, (unsigned long long)pi->parts[part].num_triples,
-				  (unsigned long long)j->train.count);
-	}
-out:
-	rdps_partition_close(p);
-	rdps_dataset_close(ds);
-	return ret;
 }
 
 /* An option error (opts as run: num_thread counts num_proc's too). */
@@ -2257,273 +1184,6 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
-/* Whether dir holds a dataset in the raw layout (its entities.dict). */
-static bool is_dataset(const char *dir)
-{
-	char path[4200];
-
-	snprintf(path, sizeof(path), "%s/entities.dict", dir);
-	return !access(path, F_OK);
-}
-
-/* The column order of a udd format: the letters h, r, t once each. */
-static bool valid_order(const char *order)
-{
-	return strlen(order) == 3 && strchr(order, 'h') && strchr(order, 'r') && strchr(order, 't');
-}
-
-/* Removes the temporary raw layout of a udd format. */
-static void remove_import(struct job *j)
-{
-	static const char *const files[] = { "entities.dict", "relations.dict", "train.txt",
-					     "valid.txt", "test.txt" };
-	char path[4200];
-
-	if (!j->import_dir[0])
-		return;
-	for (size_t i = 0; i < RDPS_ARRAY_SIZE(files); i++) {
-		snprintf(path, sizeof(path), "%s/data/%s", j->import_dir, files[i]);
-		unlink(path);
-	}
-	snprintf(path, sizeof(path), "%s/data", j->import_dir);
-	rmdir(path);
-	rmdir(j->import_dir);
-	j->import_dir[0] = '\0';
-}
-
-/*
- * DGL-KE's --data_path, --dataset, --format, --data_files and --delimiter
- * to the raw layout the trainer reads (e->data_dir); a udd format is
- * imported into a temporary directory for the run (j->import_dir). Also
- * names the dataset (saved files).
- */
-static int resolve_data(struct job *j, struct rdps_train_opts *e, char *err, size_t errlen)
-{
-	const char *format = e->format && *e->format ? e->format : "built_in";
-	size_t nfiles = 0;
-	int ret;
-
-	while (nfiles < RDPS_ARRAY_SIZE(e->data_files) && e->data_files[nfiles])
-		nfiles++;
-	if (!strcmp(format, "built_in")) {
-		if (nfiles) {
-			snprintf(err, errlen, "--data_files lists the files of --format raw_udd_<order> "
-				 "or udd_<order>; the built_in format reads the dataset directory "
-				 "--data_path/--dataset");
-			return -EINVAL;
-		}
-		if (!e->data_dir && !e->data_path) {
-			snprintf(err, errlen, "give the dataset: --data DIR (the raw layout), or "
-				 "DGL-KE's --data_path DIR --dataset NAME");
-			return -EINVAL;
-		}
-		if (!e->data_dir && (e->dataset || !is_dataset(e->data_path))) {
-			/* DGL-KE's data_path/dataset, its default dataset FB15k */
-			snprintf(j->data_dir, sizeof(j->data_dir), "%s/%s", e->data_path,
-				 e->dataset ? e->dataset : "FB15k");
-			e->data_dir = j->data_dir;
-		} else if (!e->data_dir) {
-			e->data_dir = e->data_path; /* the dataset itself, as rdps's --data */
-		}
-		if (!is_dataset(e->data_dir)) {
-			snprintf(err, errlen, "%s is not a dataset: no entities.dict in it (rdps does "
-				 "not download DGL-KE's built-in datasets: make one with rdps dataset "
-				 "wordnet or rdps dataset import%s)", e->data_dir,
-				 e->dataset ? "" : ", or name it with --dataset");
-			return -ENOENT;
-		}
-	} else {
-		bool raw = !strncmp(format, "raw_udd_", 8);
-		const char *order = format + (raw ? 8 : 4);
-		const char *dir = e->data_path ? e->data_path : e->data_dir;
-		const char *tmpdir = getenv("TMPDIR");
-		struct rdps_import_opts io = { .format = raw ? RDPS_IMPORT_RAW : RDPS_IMPORT_UDD,
-					       .in_dir = dir, .order = order,
-					       .delimiter = e->delimiter };
-		struct rdps_dataset_stats st;
-		size_t first = raw ? 0 : 2;
-
-		if ((!raw && strncmp(format, "udd_", 4)) || !valid_order(order)) {
-			snprintf(err, errlen, "--format %s: not built_in, raw_udd_<order> or "
-				 "udd_<order> (order: hrt, htr, rht, rth, thr or trh)", format);
-			return -EINVAL;
-		}
-		if (!dir) {
-			snprintf(err, errlen, "--format %s needs --data_path DIR (where --data_files "
-				 "are)", format);
-			return -EINVAL;
-		}
-		/* DGL-KE's counts: [entities relations] train [valid test] */
-		if (nfiles != first + 1 && nfiles != first + 3) {
-			snprintf(err, errlen, "--format %s needs --data_files %s (%zu given)", format,
-				 raw ? "TRAIN [VALID TEST]"
-				     : "ENTITIES RELATIONS TRAIN [VALID TEST]", nfiles);
-			return -EINVAL;
-		}
-		if (!raw) {
-			io.entity_file = e->data_files[0];
-			io.relation_file = e->data_files[1];
-		}
-		for (size_t s = 0; s < RDPS_SPLIT_COUNT; s++)
-			io.files[s] = first + s < nfiles ? e->data_files[first + s] : NULL;
-		io.train_only = nfiles == first + 1;
-		snprintf(j->import_dir, sizeof(j->import_dir), "%s/rdps-train-XXXXXX",
-			 tmpdir && *tmpdir ? tmpdir : "/tmp");
-		if (!mkdtemp(j->import_dir)) {
-			ret = -errno;
-			snprintf(err, errlen, "--format %s: cannot make a temporary directory %s: %s",
-				 format, j->import_dir, strerror(-ret));
-			j->import_dir[0] = '\0';
-			return ret;
-		}
-		snprintf(j->data_dir, sizeof(j->data_dir), "%s/data", j->import_dir);
-		ret = rdps_dataset_import(j->data_dir, &io, &st, err, errlen);
-		if (ret) {
-			char why[1024];
-
-			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "--format %s: %s", format, why);
-			remove_import(j);
-			return ret;
-		}
-		if (e->rank == 0)
-			rdps_info("trainer %u: --format %s: %llu entities, %llu relations, %llu train "
-				  "triples from %s (read as the raw layout in %s for this run)",
-				  e->rank, format, (unsigned long long)st.num_entities,
-				  (unsigned long long)st.num_relations,
-				  (unsigned long long)st.num_triples[RDPS_SPLIT_TRAIN], dir,
-				  j->data_dir);
-		e->data_dir = j->data_dir;
-		if (!e->dataset) {
-			char tmp[4096];
-
-			snprintf(tmp, sizeof(tmp), "%s", dir);
-			snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", basename(tmp));
-		}
-	}
-	if (e->dataset)
-		snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", e->dataset);
-	return 0;
-}
-
-/*
- * --save_path before any work (trainer 0 writes there, at the end): made if
- * missing (its parent must exist, as DGL-KE's os.mkdir), and a file can be
- * created in it. With check_only nothing is made: the parent is checked.
- */
-static int check_save_path(const struct rdps_train_opts *o, char *err, size_t errlen)
-{
-	struct stat st;
-	char probe[4200];
-	int fd, ret;
-
-	if (!o->save_path || o->rank != 0)
-		return 0;
-	if (stat(o->save_path, &st)) {
-		char parent[4096];
-
-		if (errno == ENOENT && !o->check_only && !mkdir(o->save_path, 0755))
-			goto probe;
-		snprintf(parent, sizeof(parent), "%s", o->save_path);
-		snprintf(probe, sizeof(probe), "%s", dirname(parent));
-		if (errno == ENOENT && o->check_only && !access(probe, W_OK | X_OK))
-			return 0;
-		ret = -errno;
-		snprintf(err, errlen, "--save_path %s cannot be created: %s%s", o->save_path,
-			 strerror(-ret), ret == -ENOENT ? " (its parent does not exist)" : "");
-		return ret;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "--save_path %s is not a directory", o->save_path);
-		return -ENOTDIR;
-	}
-probe:
-	snprintf(probe, sizeof(probe), "%s/.rdps-write-check-XXXXXX", o->save_path);
-	fd = mkstemp(probe);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "--save_path %s is not writable: %s (the embeddings and "
-			 "metrics would be lost after training)", o->save_path, strerror(-ret));
-		return ret;
-	}
-	close(fd);
-	unlink(probe);
-	return 0;
-}
-
-/* The evaluation filter (every true triple: train, valid, test, as DGL-KE's
- * EvalDataset), and the eval_percent share of each split: the same fixed
- * selection on every trainer, which then take every num_trainers-th. */
-static int prepare_eval(struct job *j, char *err, size_t errlen)
-{
-	const struct rdps_train_opts *o = j->o;
-	const struct rdps_triples *sets[3] = { &j->all_train, &j->valid, &j->test };
-	struct rdps_triples *evals[2] = { &j->valid_eval, &j->test_eval };
-	int ret = 0;
-
-	if (!o->test && !o->valid)
-		return 0;
-	if ((o->test && !j->test.count) || (o->valid && !j->valid.count)) {
-		snprintf(err, errlen, "--%s: the data has no %s triples", o->test && !j->test.count ?
-			 "test" : "valid", o->test && !j->test.count ? "test" : "valid");
-		return -EINVAL;
-	}
-	if (!o->no_eval_filter) {
-		ret = rdps_triple_set_create(&j->filter, j->all_train.count + j->valid.count +
-							 j->test.count);
-		for (int s = 0; !ret && s < 3; s++) {
-			long n = rdps_triple_set_add(j->filter,
-						     (const struct rdps_triple *)sets[s]->ids,
-						     sets[s]->count);
-
-			if (n < 0)
-				ret = (int)n;
-		}
-		if (ret) {
-			snprintf(err, errlen, "building the evaluation filter: %s", rdps_strerror(ret));
-			return ret;
-		}
-	}
-	for (int s = 0; s < 2; s++) {
-		const struct rdps_triples *all = s ? &j->test : &j->valid;
-		uint64_t keep = (uint64_t)(all->count * o->eval_percent), rng = 0x5eed + s;
-		uint32_t *idx;
-
-		*evals[s] = *all;
-		if (o->eval_percent >= 1 || !all->count)
-			continue;
-		/* a partial shuffle picks keep triples; kept in file order */
-		idx = malloc(all->count * sizeof(*idx));
-		evals[s]->ids = malloc((keep ? keep : 1) * 12);
-		if (!idx || !evals[s]->ids) {
-			free(idx);
-			free(evals[s]->ids);
-			evals[s]->ids = NULL;
-			evals[s]->count = 0;
-			return -ENOMEM;
-		}
-		for (uint64_t i = 0; i < all->count; i++)
-			idx[i] = (uint32_t)i;
-		for (uint64_t i = 0; i < keep; i++) {
-			uint64_t k = i + (xorshift(&rng) >> 11) % (all->count - i);
-			uint32_t t = idx[i];
-
-			idx[i] = idx[k];
-			idx[k] = t;
-		}
-		qsort(idx, keep, sizeof(*idx), cmp_u32);
-		for (uint64_t i = 0; i < keep; i++)
-			memcpy(evals[s]->ids + 3 * i, all->ids + 3 * (uint64_t)idx[i], 12);
-		evals[s]->count = keep;
-		free(idx);
-		if (o->rank == 0)
-			rdps_info("trainer %u: --eval_percent %g: %llu of the %llu %s triples", o->rank,
-				  o->eval_percent, (unsigned long long)keep,
-				  (unsigned long long)all->count, s ? "test" : "valid");
-	}
-	return 0;
-}
-
 /* The model's row widths against -de / -dr: a model that does not double
  * its rows for them refuses them (its tables would not be DGL-KE's). */
 static int check_double(const struct job *j, char *err, size_t errlen)
@@ -2568,7 +1228,7 @@ int rdps_train_run(const struct rdps_train_opts *uo, struct rdps_train_result *r
 	ret = check_opts(o, err, errlen);
 	if (ret)
 		return ret;
-	ret = check_save_path(o, err, errlen);
+	ret = rdps_tj_check_save_path(o, err, errlen);
 	if (ret)
 		return ret;
 	pthread_mutex_init(&j.lock, NULL);
@@ -2595,12 +1255,12 @@ int rdps_train_run(const struct rdps_train_opts *uo, struct rdps_train_result *r
 		j.chunk = o->batch_size;
 	/* DGL-KE's --neg_deg_sample doubles the negatives (chunk more by degree) */
 	j.negs = o->neg_sample_size + (o->neg_deg_sample ? j.chunk : 0);
-	ret = resolve_data(&j, o, err, errlen);
+	ret = rdps_tj_resolve_data(&j, o, err, errlen);
 	if (ret)
 		goto out;
-	ret = load_ret = load_data(&j, err, errlen);
+	ret = load_ret = rdps_tj_load_data(&j, err, errlen);
 	if (!ret)
-		ret = load_ret = prepare_eval(&j, err, errlen);
+		ret = load_ret = rdps_tj_prepare_eval(&j, err, errlen);
 	if (ret && (o->standalone || o->num_trainers == 1 || o->check_only))
 		goto out;
 	if (!ret && o->check_only) {
@@ -2655,7 +1315,7 @@ int rdps_train_run(const struct rdps_train_opts *uo, struct rdps_train_result *r
 	for (uint32_t t = 0; t < o->num_thread; t++) {
 		ret = -pthread_create(&j.w[t].thread, NULL, worker_main, &j.w[t]);
 		if (ret) {
-			job_fail(&j, ret, "cannot start thread %u", t);
+			rdps_tj_fail(&j, ret, "cannot start thread %u", t);
 			snprintf(err, errlen, "trainer %u: cannot start thread %u: %s", o->rank, t,
 				 rdps_strerror(ret));
 			for (uint32_t k = 0; k < t; k++)
@@ -2669,7 +1329,7 @@ int rdps_train_run(const struct rdps_train_opts *uo, struct rdps_train_result *r
 	if (!load_ret && ret && j.interrupted)
 		snprintf(err, errlen, "trainer %u: interrupted at step %llu of %llu%s%s", o->rank,
 			 (unsigned long long)j.stop_step, (unsigned long long)o->max_step,
-			 o->rank == 0 ? ": " : " (trainer 0 saves the embeddings)",
+			 o->rank == 0 ? ": " : " (only trainer 0 saves embeddings)",
 			 o->rank == 0 ? j.save_note : "");
 	else if (!load_ret && ret)
 		snprintf(err, errlen, "trainer %u: %s", o->rank, j.err);
@@ -2697,7 +1357,7 @@ out:
 	rdps_dataset_triples_free(&j.valid);
 	rdps_dataset_triples_free(&j.test);
 	free(j.new_to_old);
-	remove_import(&j);
+	rdps_tj_remove_import(&j);
 	rdps_model_destroy(j.model);
 	pthread_cond_destroy(&j.cond);
 	pthread_mutex_destroy(&j.lock);
