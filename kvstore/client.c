@@ -143,7 +143,8 @@ static int connect_retry(struct rdps_client *c, struct rdps_conn_params cp, uint
 		    (!(flags & RETRY_ANY_ERROR) && !conn_lost(ret)))
 			return ret;
 		if (flags & RETRY_WARN)
-			rdps_warn("%s; retrying for up to %d s", err, c->reconnect_ms / 1000);
+			rdps_warn("%s; retrying for up to %.0f s", err,
+				  rdps_ms_until(deadline_ns) / 1000.0);
 		flags &= ~(unsigned)RETRY_WARN;
 		usleep(backoff);
 		if (backoff < 2000000)
@@ -155,16 +156,20 @@ static int connect_retry(struct rdps_client *c, struct rdps_conn_params cp, uint
  * The first connection to a server. With reconnect_ms, a server that drops
  * the connection mid-handshake or refuses the RDMA connection (it is being
  * killed or restarted: the listener is gone for a moment) is retried with
- * backoff for up to reconnect_ms, as a lost connection would be; a refusal
- * that is an answer (authentication, a wrong server id) is not retried.
+ * backoff, as a lost connection would be; a refusal that is an answer
+ * (authentication, a wrong server id) is not retried. Retries and attempts
+ * end within timeout_ms (if shorter than reconnect_ms), as create promises:
+ * a server that is not there is reported after the caller's bound.
  */
 static int connect_first(struct rdps_client *c, const struct rdps_conn_params *cp,
 			 struct rdps_conn **out, char *err, size_t errlen)
 {
+	int ms = c->reconnect_ms < cp->timeout_ms ? c->reconnect_ms : cp->timeout_ms;
+
 	if (!c->reconnect_ms)
 		return c->ops->connect(cp, out, err, errlen);
-	return connect_retry(c, *cp, rdps_now_ns() + (uint64_t)c->reconnect_ms * 1000000ull,
-			     RETRY_WARN, out, err, errlen);
+	return connect_retry(c, *cp, rdps_now_ns() + (uint64_t)ms * 1000000ull,
+			     RETRY_WARN | RETRY_CLAMP_TIMEOUT, out, err, errlen);
 }
 
 /*

@@ -136,8 +136,8 @@ err_free:
 	return ret;
 }
 
-int rdps_dataset_open(const char *dir, struct rdps_dataset **out, char *err,
-		      size_t errlen)
+int rdps_dataset_open_dicts(const char *dir, const char *entities, const char *relations,
+			    struct rdps_dataset **out, char *err, size_t errlen)
 {
 	struct rdps_dataset *ds;
 	char *path;
@@ -152,27 +152,32 @@ int rdps_dataset_open(const char *dir, struct rdps_dataset **out, char *err,
 		ret = -ENOMEM;
 		goto err_close;
 	}
-	path = rdps_pt_join(dir, "entities.dict");
+	path = entities[0] == '/' ? strdup(entities) : rdps_pt_join(dir, entities);
 	ret = path ? read_dict(path, "entity", &ds->ent, err, errlen) : -ENOMEM;
+	if (!ret && !ds->ent.n)
+		ret = rdps_pt_fail(err, errlen, -EINVAL, "%s: no entries", path);
 	free(path);
 	if (ret)
 		goto err_close;
-	path = rdps_pt_join(dir, "relations.dict");
+	path = relations[0] == '/' ? strdup(relations) : rdps_pt_join(dir, relations);
 	ret = path ? read_dict(path, "relation", &ds->rel, err, errlen) : -ENOMEM;
+	if (!ret && !ds->rel.n)
+		ret = rdps_pt_fail(err, errlen, -EINVAL, "%s: no entries", path);
 	free(path);
 	if (ret)
 		goto err_close;
-	if (!ds->ent.n || !ds->rel.n) {
-		ret = rdps_pt_fail(err, errlen, -EINVAL, "%s/%s: no entries", dir,
-				   ds->ent.n ? "relations.dict" : "entities.dict");
-		goto err_close;
-	}
 	*out = ds;
 	return 0;
 
 err_close:
 	rdps_dataset_close(ds);
 	return ret;
+}
+
+int rdps_dataset_open(const char *dir, struct rdps_dataset **out, char *err,
+		      size_t errlen)
+{
+	return rdps_dataset_open_dicts(dir, "entities.dict", "relations.dict", out, err, errlen);
 }
 
 void rdps_dataset_close(struct rdps_dataset *ds)

@@ -47,6 +47,57 @@ static char *input_path(const struct rdps_import_opts *o, int s)
 	return p;
 }
 
+/*
+ * Splits line into the 3 fields of a triple at o->delimiter (any string):
+ * white space around the line is dropped first (DGL-KE's strip(); not tabs
+ * when the delimiter is a tab, whose empty fields are errors), and a field
+ * must not be empty or hold a tab (the raw layout's separator).
+ */
+static int split_triple(struct imp *m, const struct rdps_pt_lines *lr, char *line, long len,
+			char **f, size_t *fl)
+{
+	const char *d = m->o->delimiter && *m->o->delimiter ? m->o->delimiter : "\t";
+	size_t dl = strlen(d);
+	char *p, *end = line + len;
+	int n = 0;
+
+	if (!strcmp(d, "\t"))
+		return rdps_pt_split_fields(lr, line, len, 3, f, fl, m->labels, m->err, m->errlen);
+	while (line < end && strchr(" \t\r\v\f", *line))
+		line++;
+	while (end > line && strchr(" \t\r\v\f", end[-1]))
+		end--;
+	*end = '\0';
+	for (p = line;; n++) {
+		char *stop = strstr(p, d);
+
+		if (n < 3) {
+			f[n] = p;
+			fl[n] = stop ? (size_t)(stop - p) : strlen(p);
+		}
+		if (!stop)
+			break;
+		*stop = '\0';
+		p = stop + dl;
+	}
+	if (n + 1 != 3)
+		return rdps_pt_fail(m->err, m->errlen, -EINVAL,
+				    "%s:%llu: expected 3 fields separated by '%s', found %d", lr->path,
+				    (unsigned long long)lr->lineno, d, n + 1);
+	for (int i = 0; i < 3; i++) {
+		if (!fl[i])
+			return rdps_pt_fail(m->err, m->errlen, -EINVAL, "%s:%llu: empty %s (field %d)",
+					    lr->path, (unsigned long long)lr->lineno, m->labels[i],
+					    i + 1);
+		if (memchr(f[i], '\t', fl[i]))
+			return rdps_pt_fail(m->err, m->errlen, -EINVAL,
+					    "%s:%llu: the %s '%s' holds a tab, which the raw layout "
+					    "separates fields with", lr->path,
+					    (unsigned long long)lr->lineno, m->labels[i], f[i]);
+	}
+	return 0;
+}
+
 static int emit(struct imp *m, const char *h, const char *r, const char *t)
 {
 	if (fputs(h, m->out) < 0 || fputc('\t', m->out) < 0 || fputs(r, m->out) < 0 ||
@@ -130,10 +181,17 @@ static int udd_line(struct imp *m, const struct rdps_pt_lines *lr, int split, ch
 static int import_split(struct imp *m, struct rdps_pt_outdir *od, int split, uint64_t *count)
 {
 	struct rdps_pt_lines lr;
-	char *path = input_path(m->o, split);
+	char *path;
 	long len;
 	int ret;
 
+	if (m->o->train_only && split != RDPS_SPLIT_TRAIN) {
+		/* no such file: the split is empty */
+		FILE *f = rdps_pt_outdir_fopen(od, out_names[split], m->err, m->errlen);
+
+		return f ? rdps_pt_fclose(f, out_names[split], m->err, m->errlen) : -EIO;
+	}
+	path = input_path(m->o, split);
 	if (!path)
 		return -ENOMEM;
 	ret = rdps_pt_lines_open(&lr, path, m->err, m->errlen);
@@ -149,7 +207,7 @@ static int import_split(struct imp *m, struct rdps_pt_outdir *od, int split, uin
 		char *f[3];
 		size_t fl[3];
 
-		ret = rdps_pt_split_fields(&lr, lr.line, len, 3, f, fl, m->labels, m->err, m->errlen);
+		ret = split_triple(m, &lr, lr.line, len, f, fl);
 		if (!ret)
 			ret = m->o->format == RDPS_IMPORT_RAW ? raw_line(m, &lr, split, f, fl)
 							     : udd_line(m, &lr, split, f, fl);
@@ -200,17 +258,21 @@ int rdps_dataset_import(const char *out_dir, const struct rdps_import_opts *o,
 	memset(st, 0, sizeof(*st));
 	if (!o->in_dir)
 		return rdps_pt_fail(err, errlen, -EINVAL, "--input: required");
-	if (!strcmp(order, "hrt")) {
-		m.col[0] = 0, m.col[1] = 1, m.col[2] = 2;
-		m.labels[0] = "head", m.labels[1] = "relation", m.labels[2] = "tail";
-	} else if (!strcmp(order, "htr")) {
-		m.col[0] = 0, m.col[1] = 2, m.col[2] = 1;
-		m.labels[0] = "head", m.labels[1] = "tail", m.labels[2] = "relation";
-	} else {
-		return rdps_pt_fail(err, errlen, -EINVAL, "--order: '%s' is not hrt or htr", order);
+	/* DGL-KE's letters: order[c] is what column c holds */
+	if (strlen(order) != 3 || !strchr(order, 'h') || !strchr(order, 'r') || !strchr(order, 't'))
+		return rdps_pt_fail(err, errlen, -EINVAL, "--order: '%s' is not hrt, htr, rht, rth, "
+				    "thr or trh", order);
+	for (int c = 0; c < 3; c++) {
+		int k = order[c] == 'h' ? 0 : order[c] == 'r' ? 1 : 2;
+
+		m.col[k] = c;
+		m.labels[c] = k == 0 ? "head" : k == 1 ? "relation" : "tail";
 	}
 	if (o->format == RDPS_IMPORT_UDD) {
-		ret = rdps_dataset_open(o->in_dir, &m.ds, err, errlen);
+		ret = rdps_dataset_open_dicts(o->in_dir,
+					      o->entity_file ? o->entity_file : "entities.dict",
+					      o->relation_file ? o->relation_file : "relations.dict",
+					      &m.ds, err, errlen);
 		if (ret)
 			return ret;
 		m.ent_seen = calloc(rdps_dataset_num_entities(m.ds) / 8 + 1, 1);

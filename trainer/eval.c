@@ -569,6 +569,45 @@ int rdps_eval_add_candidates(struct rdps_eval *ev, uint32_t first_id,
 	return 0;
 }
 
+int rdps_eval_add_sampled(struct rdps_eval *ev, size_t q0, size_t nq, const uint32_t *ids,
+			  const float *rows, uint32_t count)
+{
+	float out[EVAL_QTILE * EVAL_CTILE];
+
+	if (!ev || !ev->rows_set || q0 > ev->nq || nq > ev->nq - q0 || (count && (!ids || !rows)))
+		return -EINVAL;
+	for (uint32_t b = 0; b < count; b++)
+		if (ids[b] >= ev->n_entities || (b && ids[b] <= ids[b - 1]))
+			return -EINVAL;
+	for (size_t qa = q0; qa < q0 + nq; qa += EVAL_QTILE) {
+		uint32_t n = (uint32_t)(q0 + nq - qa < EVAL_QTILE ? q0 + nq - qa : EVAL_QTILE);
+
+		for (uint32_t c0 = 0; c0 < count; c0 += EVAL_CTILE) {
+			uint32_t nc = count - c0 < EVAL_CTILE ? count - c0 : EVAL_CTILE;
+
+			rdps_kge_score_tile(ev->m, ev->q + qa * ev->dim, n,
+					    rows + (size_t)c0 * ev->dim, nc, out);
+			for (uint32_t a = 0; a < n; a++) {
+				size_t q = qa + a, lo = ev->ex_off[q], hi = ev->ex_off[q + 1];
+				float p = ev->pos[q];
+
+				/* the skip list and the ids ascend: merge them */
+				for (uint32_t k = 0; k < nc; k++) {
+					uint32_t id = ids[c0 + k];
+
+					while (lo < hi && ev->ex[lo] < id)
+						lo++;
+					if (lo < hi && ev->ex[lo] == id)
+						continue;
+					ev->gt[q] += out[(size_t)a * nc + k] > p;
+					ev->eq[q] += out[(size_t)a * nc + k] == p;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 void rdps_eval_get_counts(const struct rdps_eval *ev, uint32_t *gt, uint32_t *eq)
 {
 	memcpy(gt, ev->gt, ev->nq * sizeof(uint32_t));
@@ -709,6 +748,14 @@ static void py_repr(double v, char *buf, size_t len)
 		snprintf(buf, len, "%.23se%c%02d", mant, exp10 < 0 ? '-' : '+',
 			 (exp10 < 0 ? -exp10 : exp10) % 1000);
 	}
+}
+
+int rdps_eval_format_number(char *buf, size_t len, double v)
+{
+	char tmp[48];
+
+	py_repr(v, tmp, sizeof(tmp));
+	return snprintf(buf, len, "%s", tmp);
 }
 
 int rdps_eval_format(char *buf, size_t len, const char *mode,

@@ -1,30 +1,26 @@
 // SPDX-License-Identifier: MIT
-/* The training job: sampling, pull/compute/push steps, evaluation, export. */
+/* The training job: sampling, pull/compute/push steps, the start barrier, the
+ * run (evaluation: train_eval.c; data: train_data.c; files: train_save.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "rdps/client.h"
 #include "rdps/common.h"
 #include "rdps/dataset.h"
-#include "rdps/partition.h"
 #include "rdps/server.h"
 #include "rdps/train.h"
+#include "train_internal.h"
 
-#define EVAL_CHUNK_ROWS 8192u /* candidate rows pulled per evaluation round */
-#define SAVE_CHUNK_ROWS 8192u
-/* Bound on a wait for the job's other trainers without --timeout: they may
- * lag by the tail of training or a share of the evaluation. */
-#define PEER_TIMEOUT_DEFAULT_MS 600000
+static int peer_timeout_ms(const struct rdps_train_opts *o);
 
 void rdps_train_opts_init(struct rdps_train_opts *o)
 {
@@ -32,8 +28,12 @@ void rdps_train_opts_init(struct rdps_train_opts *o)
 	rdps_model_params_init(&o->model);
 	o->transport = "auto";
 	o->num_trainers = 1;
+	o->num_proc = 1;
 	o->num_thread = 1;
 	o->batch_size = 1024;
+	o->batch_size_eval = 8;
+	o->eval_interval = 10000;
+	o->eval_percent = 1.0;
 	o->neg_sample_size = 256;
 	o->max_step = 80000;
 	o->log_interval = 1000;
@@ -45,68 +45,7 @@ void rdps_train_opts_init(struct rdps_train_opts *o)
 
 struct job;
 
-struct worker {
-	struct job *j;
-	uint32_t t;                 /* thread index */
-	struct rdps_client *c;
-	uint32_t ent_table, rel_table;
-	uint64_t rng;
-	/* this thread's positives: indices into j->train, reshuffled per epoch */
-	uint32_t *order;
-	uint64_t norder, cursor;
-	/* batch */
-	uint32_t *head, *rel, *tail, *neg, *tmp;
-	uint64_t *ent_ids, *rel_ids;
-	uint32_t n_ent, n_rel;
-	float *ent_rows, *rel_rows, *ent_grad, *rel_grad;
-	void *scratch;
-	size_t scratch_size;
-	/* progress */
-	uint64_t steps, positives;
-	uint64_t done_steps;        /* steps run by this call (after a resume: the rest) */
-	uint64_t rolled_back;       /* pushed rows server restarts undid (at training end) */
-	uint64_t reconnects;        /* of this thread's client (at training end) */
-	double loss_sum;
-	uint64_t loss_n;
-	uint64_t pull_ns, push_ns, comp_ns;
-	int ret;
-	pthread_t thread;
-};
-
-struct job {
-	const struct rdps_train_opts *o;
-	struct rdps_train_result *res;
-	struct rdps_model *model;
-	uint32_t ent_dim, rel_dim;
-	uint64_t num_entities;
-	uint32_t num_relations;
-	char dataset_name[128];
-	struct rdps_triples train;      /* this trainer's positives */
-	struct rdps_triples all_train;  /* every train triple (filter), may alias train */
-	struct rdps_triples valid, test;
-	uint32_t *new_to_old;           /* NULL: ids are the original ones */
-	uint64_t data_digest;           /* the data every trainer must share */
-	bool start_failed;              /* the data did not load: only tell the others */
-	struct rdps_ipconfig ipc;       /* standalone: the in-process server */
-	struct rdps_server *srv;
-	pthread_t srv_thread;
-	uint32_t chunk;
-	uint64_t t_start;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;            /* local_sync(), and any failure */
-	uint32_t sync_arrived;          /* threads in the current local_sync() */
-	uint64_t sync_gen;              /* local_sync() rounds completed */
-	int ret;                        /* first error */
-	char err[640];
-	struct worker *w;
-};
-
-static void job_fail(struct job *j, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int peer_timeout_ms(const struct rdps_train_opts *o);
-static int job_collective(struct worker *w, const char *what, double *v, size_t n);
-
-static void job_fail(struct job *j, int ret, const char *fmt, ...)
+void rdps_tj_fail(struct job *j, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -146,26 +85,11 @@ static int local_sync(struct job *j)
 	return ret;
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* Uniform in [0, n) without modulo bias worth caring about (n < 2^32). */
-static inline uint32_t uniform(uint64_t *s, uint64_t n)
-{
-	return (uint32_t)(((xorshift(s) >> 32) * n) >> 32);
-}
-
 static void shuffle(uint32_t *a, uint64_t n, uint64_t *rng)
 {
 	for (uint64_t i = n; i > 1; i--) {
-		uint64_t k = ((xorshift(rng) >> 11) % i);
+		uint64_t k = ((rdps_tj_xorshift(rng) >> 11) % i);
 		uint32_t t = a[i - 1];
 
 		a[i - 1] = a[k];
@@ -173,19 +97,12 @@ static void shuffle(uint32_t *a, uint64_t n, uint64_t *rng)
 	}
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Sorts and deduplicates ids[0..n) into out (as u64), returns the count. */
 static uint32_t unique_ids(uint32_t *ids, uint32_t n, uint64_t *out)
 {
 	uint32_t m = 0;
 
-	qsort(ids, n, sizeof(uint32_t), cmp_u32);
+	qsort(ids, n, sizeof(uint32_t), rdps_tj_cmp_u32);
 	for (uint32_t i = 0; i < n; i++)
 		if (!m || out[m - 1] != ids[i])
 			out[m++] = ids[i];
@@ -215,7 +132,7 @@ static int worker_alloc(struct worker *w)
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	uint32_t B = o->batch_size, nchunks = (B + j->chunk - 1) / j->chunk;
-	uint32_t negs = nchunks * o->neg_sample_size;
+	uint32_t negs = nchunks * j->negs;
 	uint32_t max_ent = 2 * B + negs;
 
 	w->head = malloc(B * sizeof(uint32_t));
@@ -229,8 +146,7 @@ static int worker_alloc(struct worker *w)
 	w->ent_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)max_ent * j->ent_dim * 4, 64));
 	w->rel_rows = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
 	w->rel_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
-	w->scratch_size = rdps_model_scratch_size(j->model, j->chunk, o->neg_sample_size,
-						  max_ent, B);
+	w->scratch_size = rdps_model_scratch_size(j->model, j->chunk, j->negs, max_ent, B);
 	w->scratch = malloc(w->scratch_size);
 	if (!w->head || !w->rel || !w->tail || !w->neg || !w->tmp || !w->ent_ids ||
 	    !w->rel_ids || !w->ent_rows || !w->ent_grad || !w->rel_rows || !w->rel_grad ||
@@ -289,21 +205,28 @@ static int connect_worker(struct worker *w)
 
 	ret = rdps_client_create(&p, &w->c, err, sizeof(err));
 	if (ret == -EADDRINUSE) {
-		job_fail(j, ret, "%s (is another trainer running with --rank %u?)", err, o->rank);
+		rdps_tj_fail(j, ret, "%s (is another trainer running with --rank %u?)", err, o->rank);
+		return ret;
+	}
+	if (ret == -ECONNREFUSED || ret == -ETIMEDOUT || ret == -EHOSTUNREACH ||
+	    ret == -ENETUNREACH) {
+		rdps_tj_fail(j, ret, "no server reachable: %s; gave up after --timeout %g s (are the "
+			 "servers of %s running?)", err, p.timeout_ms > 0 ? p.timeout_ms / 1000.0 : 60.0,
+			 o->ip_config);
 		return ret;
 	}
 	if (ret) {
-		job_fail(j, ret, "%s", err);
+		rdps_tj_fail(j, ret, "%s", err);
 		return ret;
 	}
 	if (j->start_failed)
 		return 0; /* no data to check the tables against: it only reports */
 	if (rdps_client_table(w->c, "entity", &ent) || rdps_client_table(w->c, "relation", &rel)) {
-		job_fail(j, -ENOENT, "the servers have no 'entity' and 'relation' tables");
+		rdps_tj_fail(j, -ENOENT, "the servers have no 'entity' and 'relation' tables");
 		return -ENOENT;
 	}
 	if (ent.num_rows != j->num_entities || rel.num_rows != j->num_relations) {
-		job_fail(j, -EINVAL,
+		rdps_tj_fail(j, -EINVAL,
 			 "the servers hold %llu entities and %llu relations, the dataset has %llu and %u "
 			 "(servers started for another dataset?)",
 			 (unsigned long long)ent.num_rows, (unsigned long long)rel.num_rows,
@@ -311,7 +234,7 @@ static int connect_worker(struct worker *w)
 		return -EINVAL;
 	}
 	if (ent.dim != j->ent_dim || rel.dim != j->rel_dim) {
-		job_fail(j, -EINVAL,
+		rdps_tj_fail(j, -EINVAL,
 			 "%s with hidden_dim %u needs entity rows of %u and relation rows of %u floats; "
 			 "the servers hold %u and %u (start them with the same --model_name and --hidden_dim)",
 			 rdps_model_name(j->model), o->model.hidden_dim, j->ent_dim, j->rel_dim,
@@ -328,7 +251,7 @@ static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
-	uint32_t B = o->batch_size, N = o->neg_sample_size;
+	uint32_t B = o->batch_size, N = j->negs;
 	uint32_t nchunks = (B + j->chunk - 1) / j->chunk, n = 0;
 
 	for (uint32_t i = 0; i < B; i++) {
@@ -343,8 +266,19 @@ static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
 		w->rel[i] = tr[1];
 		w->tail[i] = tr[2];
 	}
-	for (uint32_t i = 0; i < nchunks * N; i++)
-		w->neg[i] = uniform(&w->rng, j->num_entities);
+	for (uint32_t i = 0; i < nchunks * N; i++) {
+		const uint32_t *tr;
+
+		if (i % N < o->neg_sample_size) {
+			w->neg[i] = rdps_tj_uniform(&w->rng, j->num_entities);
+			continue;
+		}
+		/* --neg_deg_sample: the corrupted end of a random positive is an
+		 * entity drawn in proportion to its degree (DGL-KE draws the
+		 * chunk's own positives, and masks each one's own) */
+		tr = j->train.ids + 3 * (uint64_t)rdps_tj_uniform(&w->rng, j->train.count);
+		w->neg[i] = tr[neg_head ? 0 : 2];
+	}
 	memcpy(w->tmp, w->head, B * 4);
 	memcpy(w->tmp + B, w->tail, B * 4);
 	memcpy(w->tmp + 2 * B, w->neg, (size_t)nchunks * N * 4);
@@ -366,11 +300,36 @@ static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
 	};
 }
 
-static void log_progress(struct job *j, uint64_t step)
+/* A duration for progress lines: "8.5 s", "12m 05s", "3h 07m". */
+static const char *fmt_secs(char *buf, size_t len, double s)
+{
+	if (!(s >= 0) || s > 1e8)
+		snprintf(buf, len, "?");
+	else if (s < 60)
+		snprintf(buf, len, "%.1f s", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%dm %02ds", (int)s / 60, (int)s % 60);
+	else
+		snprintf(buf, len, "%dh %02dm", (int)s / 3600, (int)s % 3600 / 60);
+	return buf;
+}
+
+/* "elapsed 1m 05s  ETA 3.2 s" after done of total units in secs. */
+const char *rdps_tj_fmt_eta(char *buf, size_t len, double secs, double done, double total)
+{
+	char a[32], b[32];
+
+	snprintf(buf, len, "elapsed %s  ETA %s", fmt_secs(a, sizeof(a), secs),
+		 done > 0 ? fmt_secs(b, sizeof(b), secs / done * (total - done)) : "?");
+	return buf;
+}
+
+static void log_progress(struct job *j, uint64_t first, uint64_t step)
 {
 	const struct rdps_train_opts *o = j->o;
 	double secs = (rdps_now_ns() - j->t_start) / 1e9, loss = 0, pull = 0, push = 0, comp = 0;
 	uint64_t pos = 0, n = 0, steps = 0;
+	char eta[96];
 
 	for (uint32_t t = 0; t < o->num_thread; t++) {
 		struct worker *w = &j->w[t];
@@ -388,9 +347,12 @@ static void log_progress(struct job *j, uint64_t step)
 	j->w[0].loss_sum = 0;
 	j->w[0].loss_n = 0;
 	j->w[0].pull_ns = j->w[0].push_ns = j->w[0].comp_ns = 0;
-	printf("[trainer %u] step %llu/%llu  loss %.4f  %.0f pos/s  pull %.2f ms  compute %.2f ms  push %.2f ms\n",
+	printf("[trainer %u] step %llu/%llu  loss %.4f  %.0f pos/s  pull %.2f ms  compute %.2f ms  "
+	       "push %.2f ms  %s\n",
 	       o->rank, (unsigned long long)step, (unsigned long long)o->max_step, loss,
-	       secs > 0 ? pos / secs : 0.0, pull, comp, push);
+	       secs > 0 ? pos / secs : 0.0, pull, comp, push,
+	       rdps_tj_fmt_eta(eta, sizeof(eta), secs, (double)(step - first),
+		       (double)(o->max_step - first)));
 	fflush(stdout);
 	(void)steps;
 }
@@ -438,14 +400,14 @@ static int load_progress(struct worker *w, uint64_t *step)
 	progress_path(w->j->o, w->t, path, sizeof(path));
 	p = json_load_file(path, 0, &je);
 	if (!p) {
-		job_fail(w->j, -ENOENT, "--resume: cannot read %s: %s", path, je.text);
+		rdps_tj_fail(w->j, -ENOENT, "--resume: cannot read %s: %s", path, je.text);
 		return -ENOENT;
 	}
 	s = json_object_get(p, "step");
 	r = json_object_get(p, "rng");
 	if (!json_is_integer(s) || json_integer_value(s) < 0 || !json_is_string(r) ||
 	    sscanf(json_string_value(r), "%" SCNx64, &w->rng) != 1 || !w->rng) {
-		job_fail(w->j, -EINVAL, "--resume: %s: field step or rng is malformed", path);
+		rdps_tj_fail(w->j, -EINVAL, "--resume: %s: field step or rng is malformed", path);
 		ret = -EINVAL;
 	} else {
 		*step = (uint64_t)json_integer_value(s);
@@ -454,13 +416,101 @@ static int load_progress(struct worker *w, uint64_t *step)
 	return ret;
 }
 
+/* One step: sample, pull, compute, push. */
+static int train_step(struct worker *w, uint64_t step)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_step_result sr;
+	struct rdps_batch b;
+	uint64_t t0, t1, t2, t3;
+	int ret;
+
+	/* DGL-KE alternates head and tail corruption. */
+	build_batch(w, &b, (int)(step & 1));
+	t0 = rdps_now_ns();
+	ret = rdps_client_pull(w->c, w->ent_table, w->ent_ids, w->n_ent, w->ent_rows);
+	if (!ret)
+		ret = rdps_client_pull(w->c, w->rel_table, w->rel_ids, w->n_rel, w->rel_rows);
+	if (ret) {
+		rdps_tj_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
+		return ret;
+	}
+	t1 = rdps_now_ns();
+	memset(w->ent_grad, 0, (size_t)w->n_ent * j->ent_dim * 4);
+	memset(w->rel_grad, 0, (size_t)w->n_rel * j->rel_dim * 4);
+	ret = rdps_model_step(j->model, &b, w->ent_rows, w->rel_rows, w->ent_grad,
+			      w->rel_grad, w->scratch, w->scratch_size, &sr);
+	if (ret) {
+		rdps_tj_fail(j, ret, "model step failed: %s", rdps_strerror(ret));
+		return ret;
+	}
+	t2 = rdps_now_ns();
+	ret = rdps_client_push(w->c, w->ent_table, w->ent_ids, w->ent_grad, w->n_ent);
+	if (!ret)
+		ret = rdps_client_push(w->c, w->rel_table, w->rel_ids, w->rel_grad, w->n_rel);
+	if (!ret && o->sync_push)
+		ret = rdps_client_flush(w->c);
+	if (ret == -ECONNRESET && o->reconnect_ms) {
+		/* A server came back from its checkpoint: this step's
+		 * and unacknowledged pushes are lost, training goes on. */
+		rdps_warn("trainer %u: %s; continuing", o->rank, rdps_client_errmsg(w->c));
+		ret = 0;
+	}
+	if (ret) {
+		rdps_tj_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
+		return ret;
+	}
+	t3 = rdps_now_ns();
+	w->pull_ns += t1 - t0;
+	w->comp_ns += t2 - t1;
+	w->push_ns += t3 - t2;
+	/* DGL-KE's printed loss leaves out the regularization. */
+	w->loss_sum += sr.loss - sr.reg;
+	w->loss_n++;
+	w->negatives += (uint64_t)((b.size + b.chunk - 1) / b.chunk) * b.neg;
+	__atomic_store_n(&w->positives, w->positives + o->batch_size, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* --valid with eval_interval: the valid metrics in the middle of training,
+ * as DGL-KE prints them ("[0]Valid average MRR: ..."). Every thread of
+ * every trainer comes (the reduction needs them all). */
+static int validate_during(struct worker *w, uint64_t step)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	struct rdps_eval_metrics m;
+	uint64_t t0 = rdps_now_ns();
+	int ret = rdps_tj_evaluate(w, &j->valid_eval, "valid", false, &m, NULL);
+
+	if (ret || w->t != 0)
+		return ret;
+	j->res->valid_evals++;
+	if (o->rank == 0) {
+		char v[5][48];
+
+		rdps_eval_format_number(v[0], sizeof(v[0]), m.mrr);
+		rdps_eval_format_number(v[1], sizeof(v[1]), m.mr);
+		rdps_eval_format_number(v[2], sizeof(v[2]), m.hits1);
+		rdps_eval_format_number(v[3], sizeof(v[3]), m.hits3);
+		rdps_eval_format_number(v[4], sizeof(v[4]), m.hits10);
+		printf("[trainer %u] step %llu/%llu: validation\n[0]Valid average MRR: %s\n"
+		       "[0]Valid average MR: %s\n[0]Valid average HITS@1: %s\n"
+		       "[0]Valid average HITS@3: %s\n[0]Valid average HITS@10: %s\n"
+		       "validation take %.3f seconds:\n", o->rank, (unsigned long long)step,
+		       (unsigned long long)o->max_step, v[0], v[1], v[2], v[3], v[4],
+		       (rdps_now_ns() - t0) / 1e9);
+		fflush(stdout);
+	}
+	return 0;
+}
+
 static int train_loop(struct worker *w)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	uint32_t every = o->log_interval ? o->log_interval : 1000;
-	struct rdps_step_result sr;
-	struct rdps_batch b;
 	uint64_t first = 0;
 	int ret;
 
@@ -469,423 +519,52 @@ static int train_loop(struct worker *w)
 	if (o->resume && w->t == 0)
 		rdps_info("trainer %u: resuming at step %llu of %llu", o->rank,
 			  (unsigned long long)first, (unsigned long long)o->max_step);
-	if (!w->norder)
-		return 0; /* nothing local to train on (more threads than triples) */
+	/* A thread without triples (more threads than triples) still keeps
+	 * the step count: the syncs and validations below need every thread. */
 	for (uint64_t step = first; step < o->max_step && !__atomic_load_n(&j->ret, __ATOMIC_RELAXED);
 	     step++) {
-		uint64_t t0, t1, t2, t3;
-
-		/* DGL-KE alternates head and tail corruption. */
-		build_batch(w, &b, (int)(step & 1));
-		t0 = rdps_now_ns();
-		ret = rdps_client_pull(w->c, w->ent_table, w->ent_ids, w->n_ent, w->ent_rows);
-		if (!ret)
-			ret = rdps_client_pull(w->c, w->rel_table, w->rel_ids, w->n_rel, w->rel_rows);
-		if (ret) {
-			job_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
+		if (rdps_tj_stop_requested(o)) {
+			pthread_mutex_lock(&j->lock);
+			if (!j->interrupted)
+				j->stop_step = __atomic_load_n(&j->w[0].steps, __ATOMIC_RELAXED);
+			j->interrupted = true;
+			pthread_mutex_unlock(&j->lock);
+			rdps_tj_fail(j, -EINTR, "interrupted during training");
+			return -EINTR;
+		}
+		if (w->norder && (ret = train_step(w, step)))
 			return ret;
-		}
-		t1 = rdps_now_ns();
-		memset(w->ent_grad, 0, (size_t)w->n_ent * j->ent_dim * 4);
-		memset(w->rel_grad, 0, (size_t)w->n_rel * j->rel_dim * 4);
-		ret = rdps_model_step(j->model, &b, w->ent_rows, w->rel_rows, w->ent_grad,
-				      w->rel_grad, w->scratch, w->scratch_size, &sr);
-		if (ret) {
-			job_fail(j, ret, "model step failed: %s", rdps_strerror(ret));
-			return ret;
-		}
-		t2 = rdps_now_ns();
-		ret = rdps_client_push(w->c, w->ent_table, w->ent_ids, w->ent_grad, w->n_ent);
-		if (!ret)
-			ret = rdps_client_push(w->c, w->rel_table, w->rel_ids, w->rel_grad, w->n_rel);
-		if (!ret && o->sync_push)
-			ret = rdps_client_flush(w->c);
-		if (ret == -ECONNRESET && o->reconnect_ms) {
-			/* A server came back from its checkpoint: this step's
-			 * and unacknowledged pushes are lost, training goes on. */
-			rdps_warn("trainer %u: %s; continuing", o->rank, rdps_client_errmsg(w->c));
-			ret = 0;
-		}
-		if (ret) {
-			job_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
-			return ret;
-		}
-		t3 = rdps_now_ns();
-		w->pull_ns += t1 - t0;
-		w->comp_ns += t2 - t1;
-		w->push_ns += t3 - t2;
-		/* DGL-KE's printed loss leaves out the regularization. */
-		w->loss_sum += sr.loss - sr.reg;
-		w->loss_n++;
 		__atomic_store_n(&w->steps, step + 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&w->positives, w->positives + o->batch_size, __ATOMIC_RELAXED);
 		if (w->t == 0 && o->log_interval && (step + 1) % o->log_interval == 0)
-			log_progress(j, step + 1);
+			log_progress(j, first, step + 1);
 		if (o->checkpoint_dir && ((step + 1) % every == 0 || step + 1 == o->max_step) &&
 		    (ret = save_progress(w, step + 1))) {
-			job_fail(j, ret, "cannot write progress into %s: %s", o->checkpoint_dir,
+			rdps_tj_fail(j, ret, "cannot write progress into %s: %s", o->checkpoint_dir,
 				 rdps_strerror(ret));
 			return ret;
 		}
 		w->done_steps++;
-	}
-	return 0;
-}
-
-/* Pulls rows of ids (u32) into out, in bounded pieces. */
-static int pull_ids(struct worker *w, uint32_t table, const uint32_t *ids, uint64_t n,
-		    uint32_t dim, float *out, uint64_t *buf)
-{
-	for (uint64_t pos = 0; pos < n;) {
-		uint64_t m = n - pos < EVAL_CHUNK_ROWS ? n - pos : EVAL_CHUNK_ROWS;
-		int ret;
-
-		for (uint64_t i = 0; i < m; i++)
-			buf[i] = ids[pos + i];
-		ret = rdps_client_pull(w->c, table, buf, m, out + pos * dim);
-		if (ret)
-			return ret;
-		pos += m;
-	}
-	return 0;
-}
-
-/* A struct rdps_eval_sums as the doubles of an allreduce (counts are exact
- * below 2^53). */
-#define SUMS_DOUBLES 6
-
-static void sums_to_doubles(const struct rdps_eval_sums *s, double *v)
-{
-	v[0] = s->sum_rr;
-	v[1] = s->sum_rank;
-	v[2] = (double)s->hits1;
-	v[3] = (double)s->hits3;
-	v[4] = (double)s->hits10;
-	v[5] = (double)s->count;
-}
-
-static void sums_from_doubles(const double *v, struct rdps_eval_sums *s)
-{
-	*s = (struct rdps_eval_sums){ v[0], v[1], (uint64_t)v[2], (uint64_t)v[3],
-				      (uint64_t)v[4], (uint64_t)v[5] };
-}
-
-/* Allreduce of any length: pieces of RDPS_ALLREDUCE_MAX values (every
- * client of the job calls it with the same n). */
-static int allreduce_long(struct rdps_client *c, double *v, size_t n)
-{
-	for (size_t pos = 0; pos < n; pos += RDPS_ALLREDUCE_MAX) {
-		size_t m = n - pos < RDPS_ALLREDUCE_MAX ? n - pos : RDPS_ALLREDUCE_MAX;
-		int ret = rdps_client_allreduce(c, v + pos, m);
-
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/* Per-relation sums of ev into rv: relation r's tail sums at
- * rv[2 * SUMS_DOUBLES * r], its head sums right after; side is scratch for
- * num_relations sums. */
-static int relation_doubles(const struct rdps_eval *ev, uint32_t num_relations,
-			    struct rdps_eval_sums *side, double *rv)
-{
-	static const unsigned sides[2] = { RDPS_EVAL_TAIL, RDPS_EVAL_HEAD };
-
-	for (int k = 0; k < 2; k++) {
-		int ret = rdps_eval_get_relation_sums(ev, sides[k], num_relations, side);
-
-		if (ret)
-			return ret;
-		for (uint32_t r = 0; r < num_relations; r++)
-			sums_to_doubles(&side[r], rv + ((size_t)2 * r + k) * SUMS_DOUBLES);
-	}
-	return 0;
-}
-
-/* Ranks this trainer's share of split (thread 0 only) and reduces the
- * sums over every client of the job (all threads); with eval_per_relation
- * also the sums of each relation, which thread 0 stores into rel
- * (num_relations entries). */
-static int evaluate(struct worker *w, const struct rdps_triples *split, const char *name,
-		    struct rdps_triple_set *filter, struct rdps_eval_metrics *m,
-		    struct rdps_train_relation_sums *rel)
-{
-	struct job *j = w->j;
-	const struct rdps_train_opts *o = j->o;
-	struct rdps_eval_sums sums = { 0 };
-	struct rdps_eval *ev = NULL;
-	struct rdps_triple *share = NULL;
-	struct rdps_eval_sums *side = NULL;
-	uint32_t *h = NULL, *r = NULL, *t = NULL;
-	float *hr = NULL, *rr = NULL, *tr = NULL, *cand = NULL;
-	uint64_t *buf = NULL, n = 0;
-	bool per_rel = o->eval_per_relation;
-	size_t nrv = per_rel ? (size_t)j->num_relations * 2 * SUMS_DOUBLES : 0;
-	double v[SUMS_DOUBLES + 1], *rv = NULL;
-	char what[64];
-	int ret = 0;
-
-	/* Every client reduces the per-relation vector; thread 0 fills it. */
-	if (per_rel) {
-		rv = calloc(nrv ? nrv : 1, sizeof(double));
-		if (!rv) {
-			ret = -ENOMEM;
-			goto reduce;
-		}
-	}
-	if (w->t == 0) {
-		uint64_t t0 = rdps_now_ns();
-
-		for (uint64_t i = o->rank; i < split->count; i += o->num_trainers)
-			n++;
-		share = malloc((n ? n : 1) * sizeof(*share));
-		h = malloc((n ? n : 1) * 4);
-		r = malloc((n ? n : 1) * 4);
-		t = malloc((n ? n : 1) * 4);
-		hr = malloc((n ? n : 1) * j->ent_dim * 4);
-		tr = malloc((n ? n : 1) * j->ent_dim * 4);
-		rr = malloc((n ? n : 1) * j->rel_dim * 4);
-		cand = malloc((size_t)EVAL_CHUNK_ROWS * j->ent_dim * 4);
-		buf = malloc(EVAL_CHUNK_ROWS * sizeof(uint64_t));
-		if (per_rel)
-			side = malloc((j->num_relations ? j->num_relations : 1) * sizeof(*side));
-		if (!share || !h || !r || !t || !hr || !tr || !rr || !cand || !buf ||
-		    (per_rel && !side)) {
-			ret = -ENOMEM;
-			goto reduce;
-		}
-		n = 0;
-		for (uint64_t i = o->rank; i < split->count; i += o->num_trainers, n++) {
-			share[n] = (struct rdps_triple){ split->ids[3 * i], split->ids[3 * i + 1],
-							 split->ids[3 * i + 2] };
-			h[n] = share[n].h;
-			r[n] = share[n].r;
-			t[n] = share[n].t;
-		}
-		if (n) {
-			struct rdps_eval_params ep = {
-				.model = j->model, .test = share, .n_test = n, .filter = filter,
-				.n_entities = (uint32_t)j->num_entities,
-				.num_threads = o->num_thread,
-				.ties = RDPS_EVAL_TIES_PESSIMISTIC, /* DGL-KE: score >= true */
-				.sides = RDPS_EVAL_BOTH,
-			};
-
-			ret = rdps_eval_create(&ev, &ep);
-			if (!ret)
-				ret = pull_ids(w, w->ent_table, h, n, j->ent_dim, hr, buf);
-			if (!ret)
-				ret = pull_ids(w, w->ent_table, t, n, j->ent_dim, tr, buf);
-			if (!ret)
-				ret = pull_ids(w, w->rel_table, r, n, j->rel_dim, rr, buf);
-			if (!ret)
-				ret = rdps_eval_set_rows(ev, hr, rr, tr);
-			/* Candidates stream through in chunks: no trainer holds the
-			 * whole entity table. */
-			for (uint64_t c = 0; !ret && c < j->num_entities; c += EVAL_CHUNK_ROWS) {
-				uint64_t cnt = j->num_entities - c < EVAL_CHUNK_ROWS
-						       ? j->num_entities - c
-						       : EVAL_CHUNK_ROWS;
-
-				for (uint64_t i = 0; i < cnt; i++)
-					buf[i] = c + i;
-				ret = rdps_client_pull(w->c, w->ent_table, buf, cnt, cand);
-				if (!ret)
-					ret = rdps_eval_add_candidates(ev, (uint32_t)c, cand,
-								       (uint32_t)cnt);
+		/* DGL-KE's --force_sync_interval: the trainer's threads (its
+		 * processes there) wait for each other, their pushes applied. */
+		if (o->force_sync_interval && (step + 1) % o->force_sync_interval == 0) {
+			ret = rdps_client_flush(w->c);
+			if (ret) {
+				rdps_tj_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
+				return ret;
 			}
-			if (!ret)
-				rdps_eval_get_sums(ev, &sums);
-			if (!ret && per_rel &&
-			    (ret = relation_doubles(ev, j->num_relations, side, rv)))
-				job_fail(j, ret, "evaluation on %s: a relation id is not below %u",
-					 name, j->num_relations);
+			ret = local_sync(j);
+			if (ret)
+				return ret;
+			if (w->t == 0)
+				j->res->forced_syncs++;
 		}
-		if (!ret)
-			rdps_info("trainer %u: ranked %llu %s triples in %.1f s", o->rank,
-				  (unsigned long long)n, name, (rdps_now_ns() - t0) / 1e9);
+		/* as DGL-KE: at every multiple of eval_interval but the last step
+		 * (the valid metrics after training come next) */
+		if (o->valid && o->eval_interval && (step + 1) % o->eval_interval == 0 && step > 1 &&
+		    step + 1 < o->max_step && (ret = validate_during(w, step + 1)))
+			return ret;
 	}
-reduce:
-	if (ret)
-		job_fail(j, ret, "evaluation on %s: %s", name,
-			 ret == -ENOMEM ? "out of memory" : rdps_client_errmsg(w->c));
-	sums_to_doubles(&sums, v);
-	/* How many clients reduce per relation next: all of them or none, or
-	 * the collectives would not pair up. */
-	v[SUMS_DOUBLES] = per_rel;
-	if (!ret) {
-		/* the other threads waited here (locally) while thread 0 ranked */
-		snprintf(what, sizeof(what), "reducing the %s metrics", name);
-		ret = job_collective(w, what, v, SUMS_DOUBLES + 1);
-	}
-	if (!ret && v[SUMS_DOUBLES] != 0 &&
-	    v[SUMS_DOUBLES] != (double)o->num_trainers * o->num_thread) {
-		ret = -EINVAL;
-		job_fail(j, ret, "--eval_per_relation was given to some trainers of the job and "
-			 "not to others (give it to all or none)");
-	}
-	if (!ret) {
-		sums_from_doubles(v, &sums);
-		rdps_eval_metrics_from_sums(&sums, m);
-	}
-	if (!ret && per_rel) {
-		snprintf(what, sizeof(what), "reducing the %s metrics per relation", name);
-		ret = job_collective(w, what, rv, nrv);
-	}
-	if (!ret && per_rel && w->t == 0) {
-		for (uint32_t k = 0; k < j->num_relations; k++) {
-			sums_from_doubles(rv + (size_t)2 * k * SUMS_DOUBLES, &rel[k].tail);
-			sums_from_doubles(rv + ((size_t)2 * k + 1) * SUMS_DOUBLES, &rel[k].head);
-		}
-	}
-	rdps_eval_destroy(ev);
-	free(side);
-	free(rv);
-	free(share);
-	free(h);
-	free(r);
-	free(t);
-	free(hr);
-	free(rr);
-	free(tr);
-	free(cand);
-	free(buf);
-	return ret;
-}
-
-static int copy_file(const char *from, const char *to)
-{
-	FILE *in = fopen(from, "rb"), *out;
-	char buf[65536];
-	size_t n;
-	int ret = 0;
-
-	if (!in)
-		return -errno;
-	out = fopen(to, "wb");
-	if (!out) {
-		ret = -errno;
-		fclose(in);
-		return ret;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		if (fwrite(buf, 1, n, out) != n)
-			ret = -EIO;
-	if (ferror(in))
-		ret = -EIO;
-	fclose(in);
-	if (fclose(out))
-		ret = -EIO;
-	return ret;
-}
-
-/* Pulls a whole table in chunks and writes it in original id order. */
-static int save_table(struct worker *w, uint32_t table, uint64_t rows, uint32_t dim,
-		      const uint32_t *new_to_old, const char *path)
-{
-	float *all = malloc((rows ? rows : 1) * dim * sizeof(float));
-	float *chunk = malloc((size_t)SAVE_CHUNK_ROWS * dim * sizeof(float));
-	uint64_t *ids = malloc(SAVE_CHUNK_ROWS * sizeof(uint64_t));
-	int ret = 0;
-
-	if (!all || !chunk || !ids) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (uint64_t c = 0; c < rows && !ret; c += SAVE_CHUNK_ROWS) {
-		uint64_t cnt = rows - c < SAVE_CHUNK_ROWS ? rows - c : SAVE_CHUNK_ROWS;
-
-		for (uint64_t i = 0; i < cnt; i++)
-			ids[i] = c + i;
-		ret = rdps_client_pull(w->c, table, ids, cnt, chunk);
-		for (uint64_t i = 0; !ret && i < cnt; i++) {
-			uint64_t dst = new_to_old ? new_to_old[c + i] : c + i;
-
-			memcpy(all + dst * dim, chunk + i * dim, dim * sizeof(float));
-		}
-	}
-	if (!ret)
-		ret = rdps_npy_write_f32(path, all, rows, dim);
-out:
-	free(all);
-	free(chunk);
-	free(ids);
-	return ret;
-}
-
-static int save_config(struct job *j, const char *path)
-{
-	const struct rdps_train_opts *o = j->o;
-	json_t *cfg = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:i, s:i, s:i, s:I, s:b, s:f, s:f, s:f, "
-				"s:i, s:i, s:I, s:I, s:s}",
-				"model_name", rdps_model_name(j->model),
-				"dataset", j->dataset_name,
-				"data_path", o->data_dir,
-				"hidden_dim", (int)o->model.hidden_dim,
-				"gamma", (double)o->model.gamma,
-				"lr", (double)o->lr,
-				"batch_size", (int)o->batch_size,
-				"neg_sample_size", (int)o->neg_sample_size,
-				"neg_chunk_size", (int)j->chunk,
-				"max_step", (json_int_t)o->max_step,
-				"neg_adversarial_sampling", o->model.adv,
-				"adversarial_temperature", (double)o->model.adv_temp,
-				"regularization_coef", (double)o->model.reg_coef,
-				"regularization_norm", (double)o->model.reg_norm,
-				"emb_size_entity", (int)j->ent_dim,
-				"emb_size_relation", (int)j->rel_dim,
-				"n_entities", (json_int_t)j->num_entities,
-				"n_relations", (json_int_t)j->num_relations,
-				"id_order", "entities.dict / relations.dict ids");
-	int ret;
-
-	if (!cfg)
-		return -ENOMEM;
-	json_object_set_new(cfg, "num_trainers", json_integer(o->num_trainers));
-	json_object_set_new(cfg, "num_thread", json_integer(o->num_thread));
-	json_object_set_new(cfg, "double_ent", json_boolean(j->ent_dim != o->model.hidden_dim));
-	ret = json_dump_file(cfg, path, JSON_INDENT(4) | JSON_SORT_KEYS) ? -EIO : 0;
-	json_decref(cfg);
-	return ret;
-}
-
-static int save_all(struct worker *w)
-{
-	struct job *j = w->j;
-	const struct rdps_train_opts *o = j->o;
-	char path[4096], from[4096];
-	int ret;
-
-	if (mkdir(o->save_path, 0755) && errno != EEXIST) {
-		job_fail(j, -errno, "cannot create --save_path %s: %s", o->save_path, strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), "%s/%s_%s_entity.npy", o->save_path, j->dataset_name,
-		 rdps_model_name(j->model));
-	ret = save_table(w, w->ent_table, j->num_entities, j->ent_dim, j->new_to_old, path);
-	if (!ret) {
-		snprintf(path, sizeof(path), "%s/%s_%s_relation.npy", o->save_path,
-			 j->dataset_name, rdps_model_name(j->model));
-		ret = save_table(w, w->rel_table, j->num_relations, j->rel_dim, NULL, path);
-	}
-	for (int i = 0; !ret && i < 2; i++) {
-		const char *f = i ? "relations.dict" : "entities.dict";
-
-		snprintf(from, sizeof(from), "%s/%s", o->data_dir, f);
-		snprintf(path, sizeof(path), "%s/%s", o->save_path, f);
-		ret = copy_file(from, path);
-	}
-	if (!ret) {
-		snprintf(path, sizeof(path), "%s/config.json", o->save_path);
-		ret = save_config(j, path);
-	}
-	if (ret)
-		job_fail(j, ret, "saving embeddings to %s: %s", o->save_path,
-			 ret == -EIO || ret == -ENOMEM ? rdps_strerror(ret) : rdps_client_errmsg(w->c));
-	else
-		rdps_info("trainer %u: embeddings saved to %s", o->rank, o->save_path);
-	return ret;
+	return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -921,8 +600,9 @@ enum opt_kind { OPT_BOOL, OPT_NUM, OPT_MODEL, OPT_DIGEST };
  */
 enum {
 	JO_MODEL, JO_DIM, JO_GAMMA, JO_ADV, JO_ADV_TEMP, JO_REG_COEF, JO_REG_NORM, JO_BATCH,
-	JO_NEG, JO_CHUNK, JO_MAX_STEP, JO_RESUME, JO_TEST, JO_VALID, JO_PER_REL, JO_DATA,
-	NUM_JOB_OPTS
+	JO_NEG, JO_CHUNK, JO_NEG_DEG, JO_MAX_STEP, JO_RESUME, JO_TEST, JO_VALID, JO_EVAL_INTERVAL,
+	JO_EVAL_PERCENT, JO_NEG_EVAL, JO_BATCH_EVAL, JO_NEG_DEG_EVAL, JO_NO_FILTER, JO_PER_REL,
+	JO_DATA, NUM_JOB_OPTS
 };
 
 static const struct {
@@ -940,10 +620,17 @@ static const struct {
 	[JO_BATCH] = { "--batch_size", OPT_NUM, -1 },
 	[JO_NEG] = { "--neg_sample_size", OPT_NUM, -1 },
 	[JO_CHUNK] = { "--neg_chunk_size", OPT_NUM, -1 },
+	[JO_NEG_DEG] = { "--neg_deg_sample", OPT_BOOL, -1 },
 	[JO_MAX_STEP] = { "--max_step", OPT_NUM, -1 },
 	[JO_RESUME] = { "--resume", OPT_BOOL, -1 },
 	[JO_TEST] = { "--test", OPT_BOOL, -1 },
 	[JO_VALID] = { "--valid", OPT_BOOL, -1 },
+	[JO_EVAL_INTERVAL] = { "--eval_interval", OPT_NUM, JO_VALID },
+	[JO_EVAL_PERCENT] = { "--eval_percent", OPT_NUM, -1 },
+	[JO_NEG_EVAL] = { "--neg_sample_size_eval", OPT_NUM, -1 },
+	[JO_BATCH_EVAL] = { "--batch_size_eval", OPT_NUM, JO_NEG_EVAL },
+	[JO_NEG_DEG_EVAL] = { "--neg_deg_sample_eval", OPT_BOOL, -1 },
+	[JO_NO_FILTER] = { "--no_eval_filter", OPT_BOOL, -1 },
 	[JO_PER_REL] = { "--eval_per_relation", OPT_BOOL, -1 },
 	[JO_DATA] = { "the data (--partition, or --data without one)", OPT_DIGEST, -1 },
 };
@@ -1033,10 +720,20 @@ static void job_opt_values(const struct job *j, double *v)
 	v[JO_BATCH] = o->batch_size;
 	v[JO_NEG] = o->neg_sample_size;
 	v[JO_CHUNK] = j->chunk;                  /* as used: neg_chunk_size or its default */
+	v[JO_NEG_DEG] = o->neg_deg_sample;
 	v[JO_MAX_STEP] = (double)o->max_step;    /* below 2^53: the CLI takes up to 1e15 */
 	v[JO_RESUME] = o->resume;
 	v[JO_TEST] = o->test;
 	v[JO_VALID] = o->valid;
+	/* the evaluation: its collectives (during training too) pair up, and
+	 * the job's metrics mean one thing */
+	v[JO_EVAL_INTERVAL] = o->valid ? (double)o->eval_interval : 0;
+	v[JO_EVAL_PERCENT] = o->eval_percent;
+	v[JO_NEG_EVAL] = o->neg_sample_size_eval < j->num_entities ? (double)o->neg_sample_size_eval
+								   : 0;
+	v[JO_BATCH_EVAL] = v[JO_NEG_EVAL] ? o->batch_size_eval : 0;
+	v[JO_NEG_DEG_EVAL] = o->neg_deg_sample_eval;
+	v[JO_NO_FILTER] = o->no_eval_filter;
 	v[JO_PER_REL] = o->eval_per_relation && (o->test || o->valid);
 	v[JO_DATA] = (double)(j->data_digest >> 12); /* 52 bits: exact */
 }
@@ -1087,7 +784,7 @@ static void start_barrier_failed(struct worker *w, int ret)
 		 * came cannot tell each other apart from the missing: name the
 		 * candidates. */
 		if (o->num_trainers == 2) {
-			job_fail(j, ret, "the start barrier timed out after %g s (--timeout): "
+			rdps_tj_fail(j, ret, "the start barrier timed out after %g s (--timeout): "
 				 "trainer %u of the job's 2 did not arrive (not started, still "
 				 "loading its data, or unable to reach server 0: see its log)",
 				 secs, 1 - o->rank);
@@ -1101,7 +798,7 @@ static void start_barrier_failed(struct worker *w, int ret)
 			snprintf(others + len, sizeof(others) - len,
 				 o->rank + 2 < o->num_trainers ? "%s%u-%u" : "%s%u",
 				 o->rank ? ", " : "", o->rank + 1, o->num_trainers - 1);
-		job_fail(j, ret, "the start barrier timed out after %g s (--timeout): not all "
+		rdps_tj_fail(j, ret, "the start barrier timed out after %g s (--timeout): not all "
 			 "of the job's %u trainers arrived; this one (trainer %u) did, the "
 			 "missing are among %s (not started, still loading their data, or "
 			 "unable to reach server 0: see their logs)", secs, o->num_trainers,
@@ -1109,11 +806,11 @@ static void start_barrier_failed(struct worker *w, int ret)
 	} else if (left && sscanf(left, "client %u left", &client) == 1 &&
 		   client < o->num_trainers * o->num_thread) {
 		/* The server fails a barrier when one of its clients leaves. */
-		job_fail(j, ret, "the start barrier failed: trainer %u arrived and left again "
+		rdps_tj_fail(j, ret, "the start barrier failed: trainer %u arrived and left again "
 			 "(it gave up waiting or failed: see its log), so the job's %u trainers "
 			 "never all met (%s)", client / o->num_thread, o->num_trainers, why);
 	} else {
-		job_fail(j, ret, "the start barrier failed while waiting for the job's %u "
+		rdps_tj_fail(j, ret, "the start barrier failed while waiting for the job's %u "
 			 "trainers: %s", o->num_trainers, why);
 	}
 }
@@ -1143,7 +840,7 @@ static int compare_options(struct worker *w, const double *a)
 		rankset_add(d + D_BITS, words, o->rank);
 	ret = rdps_client_allreduce(w->c, d, RDPS_ALLREDUCE_MAX);
 	if (ret) {
-		job_fail(j, ret, "comparing the job's options at the start barrier: %s",
+		rdps_tj_fail(j, ret, "comparing the job's options at the start barrier: %s",
 			 rdps_client_errmsg(w->c));
 		return ret;
 	}
@@ -1189,7 +886,7 @@ static int compare_options(struct worker *w, const double *a)
 	}
 	if (!msg[0])
 		return 0;
-	job_fail(j, -EINVAL, "options that must be the same on every trainer of the job differ, so "
+	rdps_tj_fail(j, -EINVAL, "options that must be the same on every trainer of the job differ, so "
 		 "none starts training: %s", msg);
 	return -EINVAL;
 }
@@ -1233,7 +930,7 @@ static int job_start(struct worker *w)
 	if (a[A_FAILED] > 0) {
 		fmt_ranks(ranks, sizeof(ranks), a + A_BITS, words, o->num_trainers,
 			  (uint64_t)a[A_FAILED], a[A_FAILED_SUM]);
-		job_fail(j, -ECANCELED, "%s could not load the data (see %s log); no trainer starts "
+		rdps_tj_fail(j, -ECANCELED, "%s could not load the data (see %s log); no trainer starts "
 			 "training", ranks, a[A_FAILED] > 1 ? "their" : "its");
 		return -ECANCELED;
 	}
@@ -1243,9 +940,23 @@ static int job_start(struct worker *w)
 	return compare_options(w, a);
 }
 
+/* Allreduce of any length: pieces of RDPS_ALLREDUCE_MAX values (every
+ * client of the job calls it with the same n). */
+static int allreduce_long(struct rdps_client *c, double *v, size_t n)
+{
+	for (size_t pos = 0; pos < n; pos += RDPS_ALLREDUCE_MAX) {
+		size_t m = n - pos < RDPS_ALLREDUCE_MAX ? n - pos : RDPS_ALLREDUCE_MAX;
+		int ret = rdps_client_allreduce(c, v + pos, m);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* A barrier or (v non-NULL) an allreduce of the job after the start, once
  * this trainer's threads are all there; what names it in errors. */
-static int job_collective(struct worker *w, const char *what, double *v, size_t n)
+int rdps_tj_collective(struct worker *w, const char *what, double *v, size_t n)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
@@ -1255,12 +966,12 @@ static int job_collective(struct worker *w, const char *what, double *v, size_t 
 		return ret;
 	ret = v ? allreduce_long(w->c, v, n) : rdps_client_barrier(w->c);
 	if (ret == -ETIMEDOUT)
-		job_fail(j, ret, "%s: the job's %u trainers did not all arrive within %g s (the "
+		rdps_tj_fail(j, ret, "%s: the job's %u trainers did not all arrive within %g s (the "
 			 "longer of --timeout and %d s; one is slower or failed: see their logs): %s",
 			 what, o->num_trainers, later_timeout_ms(o) / 1000.0,
 			 PEER_TIMEOUT_DEFAULT_MS / 1000, rdps_client_errmsg(w->c));
 	else if (ret)
-		job_fail(j, ret, "%s: %s", what, rdps_client_errmsg(w->c));
+		rdps_tj_fail(j, ret, "%s: %s", what, rdps_client_errmsg(w->c));
 	return ret;
 }
 
@@ -1269,7 +980,6 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
-	struct rdps_triple_set *filter = NULL;
 	int ret;
 
 	ret = connect_worker(w);
@@ -1283,15 +993,12 @@ static void *worker_main(void *arg)
 	if (w->t == 0)
 		j->t_start = rdps_now_ns();
 	ret = train_loop(w);
-	if (ret)
-		goto out;
 	/* For the summary: each thread's own, as its client may go meanwhile. */
 	w->rolled_back = rdps_client_rolled_back_rows(w->c);
 	w->reconnects = rdps_client_reconnects(w->c);
-	ret = job_collective(w, "the barrier after training", NULL, 0);
-	if (ret)
-		goto out;
-	if (w->t == 0) {
+	if (!ret)
+		ret = rdps_tj_collective(w, "the barrier after training", NULL, 0);
+	if (w->t == 0 && (!ret || j->interrupted)) {
 		double secs = (rdps_now_ns() - j->t_start) / 1e9;
 		uint64_t pos = 0;
 
@@ -1300,10 +1007,12 @@ static void *worker_main(void *arg)
 		j->res->train_seconds = secs;
 		j->res->steps_done = w->done_steps;
 		j->res->pos_per_second = secs > 0 ? pos / secs : 0;
-		printf("[trainer %u] training done: %llu steps (to step %llu) x %u threads in %.1f s, "
-		       "%.0f pos triples/s\n",
-		       o->rank, (unsigned long long)w->done_steps, (unsigned long long)o->max_step,
-		       o->num_thread, secs, j->res->pos_per_second);
+		j->res->negatives = w->negatives;
+		printf("[trainer %u] training %s: %llu steps (to step %llu) x %u threads in %.1f s, "
+		       "%.0f pos triples/s\n", o->rank, ret ? "interrupted" : "done",
+		       (unsigned long long)w->done_steps,
+		       (unsigned long long)(ret ? w->steps : o->max_step), o->num_thread, secs,
+		       j->res->pos_per_second);
 		{
 			uint64_t lost = 0, reconnects = 0;
 
@@ -1320,43 +1029,30 @@ static void *worker_main(void *arg)
 		}
 		fflush(stdout);
 	}
-	if ((o->test || o->valid) && w->t == 0) {
-		/* The filter: every true triple of the dataset. */
-		ret = rdps_triple_set_create(&filter, j->all_train.count + j->valid.count +
-						      j->test.count);
-		const struct rdps_triples *sets[3] = { &j->all_train, &j->valid, &j->test };
-
-		for (int s = 0; !ret && s < 3; s++) {
-			long n = rdps_triple_set_add(filter, (const struct rdps_triple *)sets[s]->ids,
-						     sets[s]->count);
-
-			if (n < 0)
-				ret = (int)n;
-		}
-		if (ret)
-			job_fail(j, ret, "building the evaluation filter: %s", rdps_strerror(ret));
-	}
 	if (!ret && o->valid) {
-		ret = evaluate(w, &j->valid, "valid", filter, &j->res->valid, j->res->valid_rel);
+		ret = rdps_tj_evaluate(w, &j->valid_eval, "valid", o->eval_per_relation, &j->res->valid,
+			       j->res->valid_rel);
 		j->res->have_valid = !ret;
 	}
 	if (!ret && o->test) {
-		ret = evaluate(w, &j->test, "test", filter, &j->res->test, j->res->test_rel);
+		ret = rdps_tj_evaluate(w, &j->test_eval, "test", o->eval_per_relation, &j->res->test,
+			       j->res->test_rel);
 		j->res->have_test = !ret;
 	}
 	/* Every trainer is done with the servers; trainer 0 then saves (the
 	 * others need not wait for that) and shuts them down. */
 	if (!ret)
-		ret = job_collective(w, "the final barrier", NULL, 0);
+		ret = rdps_tj_collective(w, "the final barrier", NULL, 0);
 	if (!ret && o->save_path && o->rank == 0 && w->t == 0)
-		ret = save_all(w);
+		ret = rdps_tj_save_all(w);
+	if (ret && j->interrupted && o->rank == 0 && w->t == 0)
+		rdps_tj_save_interrupted(w);
 	if (!ret && !o->standalone && o->shutdown_servers && o->rank == 0 && w->t == 0) {
 		ret = rdps_client_shutdown_servers(w->c);
 		if (ret)
-			job_fail(j, ret, "shutting the servers down: %s", rdps_client_errmsg(w->c));
+			rdps_tj_fail(j, ret, "shutting the servers down: %s", rdps_client_errmsg(w->c));
 	}
 out:
-	rdps_triple_set_destroy(filter);
 	w->ret = ret;
 	/* Leaving closes this client's connections: the others' collectives
 	 * then fail at once instead of waiting for a timeout. */
@@ -1394,7 +1090,7 @@ static int start_standalone_server(struct job *j)
 		.init = RDPS_INIT_UNIFORM, .init_range = r, .optimizer = o->optimizer, .lr = o->lr };
 	ret = rdps_server_create(&cfg, &j->srv, err, sizeof(err));
 	if (ret) {
-		job_fail(j, ret, "in-process store: %s", err);
+		rdps_tj_fail(j, ret, "in-process store: %s", err);
 		return ret;
 	}
 	ret = -pthread_create(&j->srv_thread, NULL, server_main, j->srv);
@@ -1403,41 +1099,6 @@ static int start_standalone_server(struct job *j)
 		j->srv = NULL;
 	}
 	return ret;
-}
-
-/* With eval_per_relation: the result's relation names (one block: the
- * pointer array, then the strings) and its per-relation arrays. */
-static int alloc_relation_results(struct job *j, const struct rdps_dataset *ds, char *err,
-				  size_t errlen)
-{
-	const struct rdps_train_opts *o = j->o;
-	struct rdps_train_result *res = j->res;
-	uint32_t n = j->num_relations;
-	size_t bytes = (size_t)n * sizeof(char *);
-	char *p;
-
-	for (uint32_t r = 0; r < n; r++)
-		bytes += strlen(rdps_dataset_relation_name(ds, r)) + 1;
-	res->relation_names = malloc(bytes ? bytes : 1);
-	if (o->test)
-		res->test_rel = calloc(n ? n : 1, sizeof(*res->test_rel));
-	if (o->valid)
-		res->valid_rel = calloc(n ? n : 1, sizeof(*res->valid_rel));
-	if (!res->relation_names || (o->test && !res->test_rel) || (o->valid && !res->valid_rel)) {
-		snprintf(err, errlen, "out of memory for the metrics of %u relations", n);
-		return -ENOMEM;
-	}
-	p = (char *)(res->relation_names + n);
-	for (uint32_t r = 0; r < n; r++) {
-		const char *name = rdps_dataset_relation_name(ds, r);
-		size_t len = strlen(name) + 1;
-
-		memcpy(p, name, len);
-		res->relation_names[r] = p;
-		p += len;
-	}
-	res->num_relations = n;
-	return 0;
 }
 
 void rdps_train_result_free(struct rdps_train_result *res)
@@ -1453,182 +1114,11 @@ void rdps_train_result_free(struct rdps_train_result *res)
 	res->num_relations = 0;
 }
 
-/* Loads triples: from the partition (relabeled) or the dataset. */
-static int load_data(struct job *j, char *err, size_t errlen)
-{
-	const struct rdps_train_opts *o = j->o;
-	struct rdps_dataset *ds = NULL;
-	struct rdps_partition *p = NULL;
-	int ret;
-
-	ret = rdps_dataset_open(o->data_dir, &ds, err, errlen);
-	if (ret)
-		return ret;
-	j->num_entities = rdps_dataset_num_entities(ds);
-	j->num_relations = rdps_dataset_num_relations(ds);
-	{
-		char tmp[4096];
-
-		snprintf(tmp, sizeof(tmp), "%s", o->data_dir);
-		snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", basename(tmp));
-	}
-	if (o->eval_per_relation && (o->test || o->valid)) {
-		ret = alloc_relation_results(j, ds, err, errlen);
-		if (ret)
-			goto out;
-	}
-	if (!o->partition_dir) {
-		ret = rdps_dataset_load(ds, RDPS_SPLIT_TRAIN, &j->all_train, err, errlen);
-		if (!ret && (o->valid))
-			ret = rdps_dataset_load(ds, RDPS_SPLIT_VALID, &j->valid, err, errlen);
-		if (!ret && (o->test))
-			ret = rdps_dataset_load(ds, RDPS_SPLIT_TEST, &j->test, err, errlen);
-		if (ret)
-			goto out;
-		/* The trainers of a job must read the same dataset: its counts
-		 * stand for it (a trainer's servers check the entity count). */
-		{
-			uint64_t id[3] = { j->num_entities, j->num_relations, j->all_train.count };
-
-			j->data_digest = XXH3_64bits(id, sizeof(id));
-		}
-		/* Without a partition, trainers split the triples by rank. */
-		if (o->num_trainers == 1) {
-			j->train = j->all_train;
-		} else {
-			uint64_t n = 0;
-
-			j->train.ids = malloc((j->all_train.count / o->num_trainers + 1) * 12);
-			if (!j->train.ids) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			for (uint64_t i = o->rank; i < j->all_train.count; i += o->num_trainers, n++)
-				memcpy(j->train.ids + 3 * n, j->all_train.ids + 3 * i, 12);
-			j->train.count = n;
-		}
-		goto out;
-	}
-	ret = rdps_partition_open(o->partition_dir, &p, err, errlen);
-	if (ret)
-		goto out;
-	{
-		const struct rdps_partition_info *pi = rdps_partition_get_info(p);
-		uint32_t part = o->rank % pi->k;
-
-		/* A damaged or edited dataset is named here, file and line, before
-		 * its relabeled ids are trusted. */
-		ret = rdps_partition_check_dataset(p, o->data_dir, err, errlen);
-		if (ret)
-			goto out;
-		if (pi->num_entities != j->num_entities || pi->num_relations != j->num_relations) {
-			snprintf(err, errlen,
-				 "%s/partition.json has %llu entities and %llu relations, but %s has "
-				 "%llu and %u (the dict copies in %s do not match its partition.json)",
-				 o->partition_dir, (unsigned long long)pi->num_entities,
-				 (unsigned long long)pi->num_relations, o->data_dir,
-				 (unsigned long long)j->num_entities, j->num_relations,
-				 o->partition_dir);
-			ret = -EINVAL;
-			goto out;
-		}
-		/* The trainers of a job must share the partition: its ranges and
-		 * the checksums of its parts stand for it. */
-		{
-			XXH3_state_t *h = XXH3_createState();
-
-			if (!h) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			XXH3_64bits_reset(h);
-			XXH3_64bits_update(h, pi->ranges, ((size_t)pi->k + 1) * sizeof(*pi->ranges));
-			for (uint32_t q = 0; q < pi->k; q++)
-				XXH3_64bits_update(h, &pi->parts[q].checksum, sizeof(pi->parts[q].checksum));
-			j->data_digest = XXH3_64bits_digest(h);
-			XXH3_freeState(h);
-		}
-		/* Trainers of one part share its triples. */
-		ret = rdps_partition_load_train(p, part, NULL, &j->all_train, err, errlen);
-		if (ret)
-			goto out;
-		if (o->num_trainers > pi->k) {
-			uint32_t sharers = 0, me = 0;
-			uint64_t n = 0;
-
-			for (uint32_t r = 0; r < o->num_trainers; r++)
-				if (r % pi->k == part) {
-					if (r == o->rank)
-						me = sharers;
-					sharers++;
-				}
-			j->train.ids = malloc((j->all_train.count / sharers + 1) * 12);
-			if (!j->train.ids) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			for (uint64_t i = me; i < j->all_train.count; i += sharers, n++)
-				memcpy(j->train.ids + 3 * n, j->all_train.ids + 3 * i, 12);
-			j->train.count = n;
-		} else {
-			j->train = j->all_train;
-		}
-		/* The evaluation filter needs every part's triples. */
-		if (o->test || o->valid) {
-			struct rdps_triples all = { 0 };
-			uint64_t total = pi->num_triples[RDPS_SPLIT_TRAIN], n = 0;
-
-			all.ids = malloc(total * 12 + 12);
-			for (uint32_t q = 0; all.ids && !ret && q < pi->k; q++) {
-				struct rdps_triples tq;
-
-				ret = rdps_partition_load_train(p, q, NULL, &tq, err, errlen);
-				if (!ret) {
-					memcpy(all.ids + 3 * n, tq.ids, tq.count * 12);
-					n += tq.count;
-					rdps_dataset_triples_free(&tq);
-				}
-			}
-			all.count = n;
-			if (!all.ids)
-				ret = -ENOMEM;
-			if (ret) {
-				free(all.ids);
-				goto out;
-			}
-			if (j->train.ids == j->all_train.ids) {
-				/* all_train aliased train: keep train, replace the filter set */
-				j->all_train = all;
-			} else {
-				rdps_dataset_triples_free(&j->all_train);
-				j->all_train = all;
-			}
-		}
-		if (!ret && o->valid)
-			ret = rdps_partition_load_split(p, RDPS_SPLIT_VALID, NULL, &j->valid, err, errlen);
-		if (!ret && o->test)
-			ret = rdps_partition_load_split(p, RDPS_SPLIT_TEST, NULL, &j->test, err, errlen);
-		if (!ret && o->save_path && o->rank == 0)
-			ret = rdps_partition_load_idmap(p, NULL, &j->new_to_old, NULL, err, errlen);
-		if (!ret)
-			rdps_info("trainer %u: part %u of %u: %llu train triples (%llu for this trainer)",
-				  o->rank, part, pi->k, (unsigned long long)pi->parts[part].num_triples,
-				  (unsigned long long)j->train.count);
-	}
-out:
-	rdps_partition_close(p);
-	rdps_dataset_close(ds);
-	return ret;
-}
-
+/* An option error (opts as run: num_thread counts num_proc's too). */
 static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 {
-	if (!o->data_dir) {
-		snprintf(err, errlen, "--data is required");
-		return -EINVAL;
-	}
 	if (!o->standalone && !o->ip_config) {
-		snprintf(err, errlen, "give --ip_config (distributed) or --standalone");
+		snprintf(err, errlen, "give --ip_config: %u trainers need servers", o->num_trainers);
 		return -EINVAL;
 	}
 	if (!o->num_trainers || o->rank >= o->num_trainers) {
@@ -1640,7 +1130,8 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "--resume needs --checkpoint-dir (where the progress was saved)");
 		return -EINVAL;
 	}
-	if (o->checkpoint_dir && !o->resume && mkdir(o->checkpoint_dir, 0755) && errno != EEXIST) {
+	if (o->checkpoint_dir && !o->resume && !o->check_only && mkdir(o->checkpoint_dir, 0755) &&
+	    errno != EEXIST) {
 		snprintf(err, errlen, "cannot create --checkpoint-dir %s: %s", o->checkpoint_dir,
 			 strerror(errno));
 		return -errno;
@@ -1650,7 +1141,31 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (!o->num_thread || o->num_thread > 256 || !o->batch_size || !o->neg_sample_size) {
-		snprintf(err, errlen, "--num_thread (1..256), --batch_size and --neg_sample_size must be positive");
+		snprintf(err, errlen, "--num_proc x --num_thread must be 1..256, --batch_size and "
+			 "--neg_sample_size positive");
+		return -EINVAL;
+	}
+	if (!o->batch_size_eval || !(o->eval_percent > 0 && o->eval_percent <= 1)) {
+		snprintf(err, errlen, "--batch_size_eval must be positive and --eval_percent in (0, 1]");
+		return -EINVAL;
+	}
+	if (o->valid && !o->eval_interval) {
+		snprintf(err, errlen, "--eval_interval must be positive");
+		return -EINVAL;
+	}
+	if (o->neg_deg_sample_eval && !o->no_eval_filter) {
+		/* DGL-KE asserts the same */
+		snprintf(err, errlen, "--neg_deg_sample_eval needs --no_eval_filter (as in DGL-KE: "
+			 "negatives drawn by degree are not filtered)");
+		return -EINVAL;
+	}
+	if (o->async_update && o->sync_push) {
+		snprintf(err, errlen, "--async_update and --sync contradict each other (pushes "
+			 "overlap the next step, or are waited for)");
+		return -EINVAL;
+	}
+	if (o->neg_sample_size_eval > UINT32_MAX / 2 || o->batch_size_eval > UINT32_MAX / 2) {
+		snprintf(err, errlen, "--neg_sample_size_eval and --batch_size_eval must be below 2^31");
 		return -EINVAL;
 	}
 	/* Every thread's progress must be there before anything connects, and the
@@ -1669,15 +1184,51 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
-int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *res,
+/* The model's row widths against -de / -dr: a model that does not double
+ * its rows for them refuses them (its tables would not be DGL-KE's). */
+static int check_double(const struct job *j, char *err, size_t errlen)
+{
+	const struct rdps_model_params *m = &j->o->model;
+
+	if (m->double_ent && j->ent_dim != 2 * m->hidden_dim) {
+		snprintf(err, errlen, "-de/--double_ent: %s with hidden_dim %u has entity rows of %u "
+			 "floats, not %u (it does not double them)", rdps_model_name(j->model),
+			 m->hidden_dim, j->ent_dim, 2 * m->hidden_dim);
+		return -EINVAL;
+	}
+	if (m->double_rel && j->rel_dim != 2 * m->hidden_dim) {
+		snprintf(err, errlen, "-dr/--double_rel: %s with hidden_dim %u has relation rows of "
+			 "%u floats, not %u (it does not double them)", rdps_model_name(j->model),
+			 m->hidden_dim, j->rel_dim, 2 * m->hidden_dim);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rdps_train_run(const struct rdps_train_opts *uo, struct rdps_train_result *res,
 		   char *err, size_t errlen)
 {
-	struct job j = { .o = o, .res = res };
+	struct rdps_train_opts eff = *uo, *o = &eff;
+	struct job j = { .o = o, .user = uo, .res = res };
 	int ret, load_ret;
 
 	memset(res, 0, sizeof(*res));
 	err[0] = '\0';
+	/* DGL-KE's processes are threads here: each one client with its own
+	 * sampler, as each of DGL-KE's processes has */
+	if (!eff.num_proc || eff.num_proc > 256 || eff.num_thread > 256) {
+		snprintf(err, errlen, "--num_proc and --num_thread must be 1..256");
+		return -EINVAL;
+	}
+	eff.num_thread *= eff.num_proc;
+	eff.num_proc = 1;
+	/* no servers named: dglke_train's single-machine training */
+	if (!eff.ip_config && eff.num_trainers == 1)
+		eff.standalone = true;
 	ret = check_opts(o, err, errlen);
+	if (ret)
+		return ret;
+	ret = rdps_tj_check_save_path(o, err, errlen);
 	if (ret)
 		return ret;
 	pthread_mutex_init(&j.lock, NULL);
@@ -1685,21 +1236,51 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 	ret = rdps_model_create(&j.model, &o->model);
 	if (ret) {
 		snprintf(err, errlen,
-			 ret == -EINVAL ? "invalid model '%s' with hidden_dim %u (known models: %s; "
+			 ret == -EINVAL ? "invalid model '%s' with hidden_dim %u%s (known models: %s; "
 					  "ComplEx needs an even hidden_dim)"
-					: "cannot create model '%s' (hidden_dim %u): %s",
+					: "cannot create model '%s' (hidden_dim %u%s): %s",
 			 o->model.name, o->model.hidden_dim,
+			 o->model.double_ent && o->model.double_rel ? ", -de and -dr"
+			 : o->model.double_ent ? " and -de" : o->model.double_rel ? " and -dr" : "",
 			 ret == -EINVAL ? rdps_model_names() : rdps_strerror(ret));
 		goto out;
 	}
 	j.ent_dim = rdps_model_entity_dim(j.model);
 	j.rel_dim = rdps_model_relation_dim(j.model);
+	ret = check_double(&j, err, errlen);
+	if (ret)
+		goto out;
 	j.chunk = o->neg_chunk_size ? o->neg_chunk_size : o->neg_sample_size;
 	if (j.chunk > o->batch_size)
 		j.chunk = o->batch_size;
-	ret = load_ret = load_data(&j, err, errlen);
-	if (ret && (o->standalone || o->num_trainers == 1))
+	/* DGL-KE's --neg_deg_sample doubles the negatives (chunk more by degree) */
+	j.negs = o->neg_sample_size + (o->neg_deg_sample ? j.chunk : 0);
+	ret = rdps_tj_resolve_data(&j, o, err, errlen);
+	if (ret)
 		goto out;
+	ret = load_ret = rdps_tj_load_data(&j, err, errlen);
+	if (!ret)
+		ret = load_ret = rdps_tj_prepare_eval(&j, err, errlen);
+	if (ret && (o->standalone || o->num_trainers == 1 || o->check_only))
+		goto out;
+	if (!ret && o->check_only) {
+		/* what only the servers can say (tables, other trainers) is left */
+		if (!o->standalone) {
+			struct rdps_ipconfig ipc;
+
+			ret = rdps_ipconfig_load(o->ip_config, &ipc, err, errlen);
+			if (ret)
+				goto out;
+			rdps_ipconfig_free(&ipc);
+		}
+		rdps_info("trainer %u: --check-only: %s: %llu entities, %u relations, %llu train "
+			  "triples for this trainer; %s (entity rows %u, relation rows %u floats)%s%s",
+			  o->rank, o->data_dir, (unsigned long long)j.num_entities, j.num_relations,
+			  (unsigned long long)j.train.count, rdps_model_name(j.model), j.ent_dim,
+			  j.rel_dim, o->save_path && o->rank == 0 ? "; --save_path " : "",
+			  o->save_path && o->rank == 0 ? o->save_path : "");
+		goto out;
+	}
 	if (ret) {
 		/* The others would wait for this trainer until their --timeout and
 		 * then could not say why: it joins the start barrier to tell them,
@@ -1734,7 +1315,7 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 	for (uint32_t t = 0; t < o->num_thread; t++) {
 		ret = -pthread_create(&j.w[t].thread, NULL, worker_main, &j.w[t]);
 		if (ret) {
-			job_fail(&j, ret, "cannot start thread %u", t);
+			rdps_tj_fail(&j, ret, "cannot start thread %u", t);
 			snprintf(err, errlen, "trainer %u: cannot start thread %u: %s", o->rank, t,
 				 rdps_strerror(ret));
 			for (uint32_t k = 0; k < t; k++)
@@ -1745,8 +1326,15 @@ int rdps_train_run(const struct rdps_train_opts *o, struct rdps_train_result *re
 	for (uint32_t t = 0; t < o->num_thread; t++)
 		pthread_join(j.w[t].thread, NULL);
 	ret = load_ret ? load_ret : j.ret; /* err still holds why the data did not load */
-	if (!load_ret && ret)
+	if (!load_ret && ret && j.interrupted)
+		snprintf(err, errlen, "trainer %u: interrupted at step %llu of %llu%s%s", o->rank,
+			 (unsigned long long)j.stop_step, (unsigned long long)o->max_step,
+			 o->rank == 0 ? ": " : " (only trainer 0 saves embeddings)",
+			 o->rank == 0 ? j.save_note : "");
+	else if (!load_ret && ret)
 		snprintf(err, errlen, "trainer %u: %s", o->rank, j.err);
+	if (j.interrupted)
+		ret = -EINTR;
 out_workers:
 	for (uint32_t t = 0; t < o->num_thread; t++)
 		worker_free(&j.w[t]);
@@ -1758,12 +1346,18 @@ out:
 		rdps_server_destroy(j.srv);
 	}
 	rdps_ipconfig_free(&j.ipc);
+	rdps_triple_set_destroy(j.filter);
+	if (j.valid_eval.ids != j.valid.ids)
+		rdps_dataset_triples_free(&j.valid_eval);
+	if (j.test_eval.ids != j.test.ids)
+		rdps_dataset_triples_free(&j.test_eval);
 	if (j.train.ids != j.all_train.ids)
 		rdps_dataset_triples_free(&j.train);
 	rdps_dataset_triples_free(&j.all_train);
 	rdps_dataset_triples_free(&j.valid);
 	rdps_dataset_triples_free(&j.test);
 	free(j.new_to_old);
+	rdps_tj_remove_import(&j);
 	rdps_model_destroy(j.model);
 	pthread_cond_destroy(&j.cond);
 	pthread_mutex_destroy(&j.lock);

@@ -65,6 +65,11 @@ struct rdps_dataset; /* opaque: the two dicts and a name index */
 int rdps_dataset_open(const char *dir, struct rdps_dataset **out, char *err,
 		      size_t errlen);
 
+/* rdps_dataset_open with other dict files: entities and relations are
+ * paths (relative to dir, or absolute); the split files are dir's. */
+int rdps_dataset_open_dicts(const char *dir, const char *entities, const char *relations,
+			    struct rdps_dataset **out, char *err, size_t errlen);
+
 /* Frees the handle; accepts NULL. */
 void rdps_dataset_close(struct rdps_dataset *ds);
 
@@ -197,12 +202,18 @@ int rdps_dataset_synth(const char *out_dir, const struct rdps_synth_opts *o,
 /*
  * Import of DGL-KE's layouts into the raw layout (normalized: "\r" removed,
  * fields reordered to head, relation, tail, dicts written in id order).
- *  raw: three files of names; the dicts are built in order of first
- *       appearance in train (valid/test entities must occur in train).
- *  udd: entities.dict and relations.dict in in_dir plus three files of
- *       numeric ids ("user-defined dataset" in DGL-KE).
- * order gives the column order of the input files: "hrt" (default) or "htr"
- * (DGL-KE's raw_udd_htr / udd_htr).
+ *  raw: three files of names (DGL-KE's raw_udd_<order>); the dicts are
+ *       built in order of first appearance in train, head before tail, as
+ *       DGL-KE numbers them (valid/test entities must occur in train).
+ *  udd: an entity and a relation dict ("id\tname" lines, DGL-KE's and its
+ *       tools' layout) plus three files of numeric ids (udd_<order>).
+ * order gives the column order of the input triples, DGL-KE's letters:
+ * "hrt" (default), "htr", "rht", "rth", "thr" or "trh". delimiter separates
+ * the triples' fields (DGL-KE's --delimiter, any string; a line is stripped
+ * of white space at both ends first, as DGL-KE does, except tabs when the
+ * delimiter is one); names must not contain a tab (the raw layout's
+ * separator). With train_only only files[TRAIN] is read and valid.txt and
+ * test.txt are written empty (DGL-KE's data_files of one train file).
  */
 enum rdps_import_format {
 	RDPS_IMPORT_RAW = 0,
@@ -215,7 +226,11 @@ struct rdps_import_opts {
 	const char *files[RDPS_SPLIT_COUNT]; /* names in in_dir; NULL = default:
 						 "train.txt" (or "train.tsv" if
 						 only that exists), ... */
-	const char *order;                   /* "hrt" or "htr"; NULL = "hrt" */
+	const char *order;                   /* see above; NULL = "hrt" */
+	const char *delimiter;               /* NULL = tab */
+	const char *entity_file;             /* udd: NULL = "entities.dict" */
+	const char *relation_file;           /* udd: NULL = "relations.dict" */
+	int train_only;                      /* no valid and test files */
 	int force;                           /* replace an existing out_dir */
 };
 

@@ -21,7 +21,9 @@
  * waited for and the trainers that may be missing.
  *
  * After training: filtered evaluation (each trainer ranks its share of the
- * test triples against every entity, pulled in chunks; the metric sums are
+ * test triples against every entity, pulled in chunks, skipping those that
+ * make a triple of train, valid or test, whichever split is evaluated, as
+ * DGL-KE's filter does; the metric sums are
  * reduced with an allreduce, on request those of every relation too, in
  * pieces of RDPS_ALLREDUCE_MAX values), then trainer 0 saves the embeddings
  * as .npy in the original entities.dict / relations.dict order.
@@ -29,6 +31,7 @@
 #ifndef RDPS_TRAIN_H
 #define RDPS_TRAIN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,28 +42,74 @@ extern "C" {
 #endif
 
 struct rdps_train_opts {
-	const char *data_dir;       /* dataset in the raw layout (required) */
+	const char *data_dir;       /* dataset in the raw layout (rdps's --data), or
+				     * NULL: found from data_path, dataset, format */
+	/* DGL-KE's way to name the data (when data_dir is NULL):
+	 *  format "built_in" (NULL): the raw layout in data_path/dataset (or in
+	 *    data_path itself if it holds entities.dict and no dataset is given);
+	 *  "raw_udd_<order>": data_files (train [valid test]) of names in
+	 *    data_path, columns in <order> (hrt, htr, rht, rth, thr, trh);
+	 *  "udd_<order>": data_files (entity dict, relation dict, train [valid
+	 *    test]), triples of ids.
+	 * A udd dataset is imported into a temporary raw layout for the run. */
+	const char *data_path;
+	const char *dataset;        /* its name (saved files are named by it);
+				     * NULL: the last part of the data's path */
+	const char *format;
+	const char *data_files[6];  /* NULL-terminated */
+	const char *delimiter;      /* of the data files (udd formats); NULL: tab */
 	const char *partition_dir;  /* partition of that dataset (distributed) */
-	const char *save_path;      /* where embeddings go; NULL: not saved */
+	const char *save_path;      /* where embeddings, config.json and
+				     * results.json go (trainer 0); NULL: none.
+				     * Checked (created, writable) before anything
+				     * else runs */
+	bool no_save_emb;           /* with save_path: results.json only */
 	const char *ip_config;      /* servers (distributed) */
 	const char *transport;      /* "auto" (NULL), "tcp", "verbs" */
 	int read_consistency;       /* enum rdps_read_consistency */
-	bool standalone;            /* in-process store, no servers */
+	bool standalone;            /* in-process store, no servers (also when
+				     * ip_config is NULL and num_trainers 1) */
 	uint32_t rank;              /* this trainer, 0 .. num_trainers-1 */
 	uint32_t num_trainers;
-	uint32_t num_thread;        /* threads (clients) per trainer */
+	uint32_t num_proc;          /* DGL-KE's processes: num_proc * num_thread
+				     * training threads (clients), each with its
+				     * own sampler and share of the triples */
+	uint32_t num_thread;        /* threads (clients) per trainer (per num_proc) */
 	struct rdps_model_params model;
 	uint32_t batch_size;        /* positives per step */
 	uint32_t neg_sample_size;   /* negatives per chunk */
 	uint32_t neg_chunk_size;    /* positives sharing negatives; 0: neg_sample_size */
+	bool neg_deg_sample;        /* each chunk also gets chunk-size negatives drawn
+				     * in proportion to their degree (the head, or
+				     * tail, of a random train triple) */
 	uint64_t max_step;          /* steps of each thread */
 	uint32_t log_interval;      /* steps between progress lines */
 	float lr;                   /* standalone: the in-process server's lr */
 	int optimizer;              /* standalone: enum rdps_optimizer */
 	uint64_t seed;
 	bool sync_push;             /* flush after every push: deterministic runs */
+	bool async_update;          /* DGL-KE's -async_update: pushes overlap the next
+				     * step (what rdps does unless sync_push) */
+	uint32_t force_sync_interval; /* every this many steps each thread flushes
+				     * its pushes and waits for the trainer's other
+				     * threads; 0: never (rdps train sets 1000 with
+				     * --num_proc > 1 unless given, as DGL-KE) */
 	bool test;                  /* evaluate on test */
-	bool valid;                 /* evaluate on valid */
+	bool valid;                 /* evaluate on valid (after training, and every
+				     * eval_interval steps) */
+	uint64_t eval_interval;     /* with valid: steps between evaluations during
+				     * training (DGL-KE's default 10000) */
+	double eval_percent;        /* (0, 1]: rank that share of each split, a
+				     * fixed random selection (the same on every
+				     * trainer) */
+	uint64_t neg_sample_size_eval; /* 0: rank against every entity; else
+				     * against that many distinct entities drawn
+				     * per batch of batch_size_eval triples */
+	uint32_t batch_size_eval;   /* triples sharing one drawn candidate set */
+	bool neg_deg_sample_eval;   /* a batch's candidates also hold the batch's
+				     * true entities (DGL-KE's degree-based
+				     * negatives); needs no_eval_filter */
+	bool no_eval_filter;        /* raw ranking: only the true entity is skipped */
 	bool eval_per_relation;     /* also the sums of each relation (see the
 				     * result); every trainer of the job must
 				     * set it, or none (checked at the start
@@ -75,6 +124,12 @@ struct rdps_train_opts {
 	const char *checkpoint_dir; /* progress of each thread (step, sampler state),
 				     * written every log_interval steps; NULL: none */
 	bool resume;                /* continue from the progress in checkpoint_dir */
+	bool check_only;            /* check options, data, partition, save path and
+				     * ip_config, then return (nothing connects) */
+	const volatile sig_atomic_t *stop; /* when it becomes non-zero (a signal
+				     * handler), training stops: trainer 0 saves
+				     * the embeddings reached into save_path and
+				     * the run returns -EINTR saying where */
 };
 
 /* DGL-KE's defaults where it has one. */
@@ -91,6 +146,9 @@ struct rdps_train_result {
 	double train_seconds;
 	double pos_per_second;          /* positive triples per second, this trainer */
 	double last_loss;               /* mean loss of the last log interval */
+	uint64_t negatives;             /* negative entities scored by thread 0 */
+	uint64_t forced_syncs;          /* force_sync_interval waits of thread 0 */
+	uint64_t valid_evals;           /* evaluations on valid during training */
 	bool have_test, have_valid;
 	struct rdps_eval_metrics test;  /* reduced over all trainers */
 	struct rdps_eval_metrics valid;

@@ -67,6 +67,8 @@ struct rdps_model_params {
 	float adv_temp;      /* --adversarial_temperature (-a) */
 	float reg_coef;      /* --regularization_coef (-rc); 0 disables */
 	float reg_norm;      /* --regularization_norm (-rn), the p of sum|x|^p */
+	bool double_ent;     /* -de: entity rows of 2 * hidden_dim (DGL-KE) */
+	bool double_rel;     /* -dr: relation rows of 2 * hidden_dim */
 };
 
 /* Fills DGL-KE's defaults: TransE_l2, hidden_dim 400, gamma 12, no -adv,
@@ -277,6 +279,16 @@ int rdps_eval_set_rows(struct rdps_eval *ev, const float *head_rows,
 int rdps_eval_add_candidates(struct rdps_eval *ev, uint32_t first_id,
 			     const float *rows, uint32_t count);
 
+/* Ranks queries q0 .. q0 + nq - 1 against the candidates ids[0..count) only
+ * (ascending, distinct, each < n_entities) whose rows (count x entity_dim)
+ * are given: DGL-KE's sampled evaluation (--neg_sample_size_eval), where a
+ * batch of queries shares a drawn set of candidates. The filter and the
+ * true entity skip candidates as in add_candidates; counts accumulate. Runs
+ * in the calling thread. 0, or -EINVAL (ids not ascending or out of range,
+ * the query range beyond rdps_eval_num_queries(), rows not set). */
+int rdps_eval_add_sampled(struct rdps_eval *ev, size_t q0, size_t nq, const uint32_t *ids,
+			  const float *rows, uint32_t count);
+
 /* Per-query partial state, for reduction across processes that rank
  * disjoint candidate ranges of the same tests: copy out (arrays of
  * rdps_eval_num_queries() entries), and add another process's counts. */
@@ -336,6 +348,10 @@ void rdps_eval_finish(const struct rdps_eval *ev, struct rdps_eval_metrics *m);
  * the length that the full text has (as snprintf; truncated if >= len). */
 int rdps_eval_format(char *buf, size_t len, const char *mode,
 		     const struct rdps_eval_metrics *m);
+
+/* v as Python's repr prints it ("0.5", "2e-06", "inf"), as in those lines
+ * and in DGL-KE's JSON files. Returns the length (as snprintf). */
+int rdps_eval_format_number(char *buf, size_t len, double v);
 
 /* ------------------------------------------------------------------------ */
 /* NumPy .npy                                                                */

@@ -271,6 +271,86 @@ Test(dataset, import_udd_ids)
 	free(out);
 }
 
+/* DGL-KE's raw_udd_<order> with --delimiter: the order letters say what
+ * each column holds (rth: relation, tail, head), a multi-character
+ * delimiter splits, white space around a line goes (DGL-KE's strip()),
+ * ids are numbered head before tail by first appearance; a name holding a
+ * tab is refused (the raw layout separates with it). */
+Test(dataset, import_raw_with_a_delimiter_and_any_order)
+{
+	struct rdps_import_opts o = { .format = RDPS_IMPORT_RAW, .order = "rth", .delimiter = "::" };
+	struct rdps_dataset_stats st;
+	char *in = th_path(dir, "in"), *out = th_path(dir, "out");
+	struct rdps_dataset *ds;
+	struct rdps_triples t;
+
+	mkdir(in, 0755);
+	th_write(in, "tr.csv", "likes::bob smith::alice\n  knows::carol::bob smith \r\n");
+	th_write(in, "va.csv", "knows::alice::carol\n");
+	th_write(in, "te.csv", "likes::carol::alice\n");
+	o.in_dir = in;
+	o.files[0] = "tr.csv";
+	o.files[1] = "va.csv";
+	o.files[2] = "te.csv";
+	cr_assert_eq(rdps_dataset_import(out, &o, &st, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(st.num_entities, 3);
+	cr_assert_eq(rdps_dataset_open(out, &ds, err, sizeof(err)), 0, "%s", err);
+	/* line 1: head alice (id 0), tail "bob smith" (1); line 2: head bob */
+	cr_assert_str_eq(rdps_dataset_entity_name(ds, 0), "alice");
+	cr_assert_str_eq(rdps_dataset_entity_name(ds, 1), "bob smith");
+	cr_assert_str_eq(rdps_dataset_entity_name(ds, 2), "carol");
+	cr_assert_str_eq(rdps_dataset_relation_name(ds, 1), "knows");
+	cr_assert_eq(rdps_dataset_load(ds, RDPS_SPLIT_TRAIN, &t, err, sizeof(err)), 0, "%s", err);
+	cr_assert(t.count == 2 && t.ids[3] == 1 && t.ids[4] == 1 && t.ids[5] == 2);
+	rdps_dataset_triples_free(&t);
+	rdps_dataset_close(ds);
+	/* a field count off, and a tab inside a name */
+	o.force = 1;
+	th_write(in, "te.csv", "likes::carol\n");
+	cr_assert_eq(rdps_dataset_import(out, &o, &st, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "te.csv:1: expected 3 fields separated by '::', found 2"), "%s", err);
+	th_write(in, "te.csv", "likes::car\tol::alice\n");
+	cr_assert_eq(rdps_dataset_import(out, &o, &st, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "te.csv:1: the tail 'car\tol' holds a tab"), "%s", err);
+	free(in);
+	free(out);
+}
+
+/* DGL-KE's udd_<order> with dicts of other names, and a train file only
+ * (DGL-KE's data_files of 3): valid.txt and test.txt are written empty. */
+Test(dataset, import_udd_named_dicts_train_only)
+{
+	struct rdps_import_opts o = { .format = RDPS_IMPORT_UDD, .order = "trh", .delimiter = ",",
+				      .entity_file = "e.tsv", .relation_file = "r.tsv",
+				      .train_only = 1 };
+	struct rdps_dataset_stats st;
+	char *in = th_path(dir, "in"), *out = th_path(dir, "out");
+	struct rdps_dataset *ds;
+	struct rdps_triples t;
+
+	mkdir(in, 0755);
+	th_write(in, "e.tsv", "0\tx\n1\ty\n2\tz\n");
+	th_write(in, "r.tsv", "0\tr\n1\ts\n");
+	th_write(in, "tr.txt", "1,0,0\n2,1,1\n");
+	o.in_dir = in;
+	o.files[0] = "tr.txt";
+	cr_assert_eq(rdps_dataset_import(out, &o, &st, err, sizeof(err)), 0, "%s", err);
+	cr_assert(st.num_triples[0] == 2 && st.num_triples[1] == 0 && st.num_triples[2] == 0);
+	cr_assert_eq(rdps_dataset_open(out, &ds, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_dataset_load(ds, RDPS_SPLIT_TRAIN, &t, err, sizeof(err)), 0, "%s", err);
+	/* "2,1,1": tail 2, relation 1, head 1 */
+	cr_assert(t.count == 2 && t.ids[3] == 1 && t.ids[4] == 1 && t.ids[5] == 2);
+	rdps_dataset_triples_free(&t);
+	cr_assert_eq(rdps_dataset_scan(ds, RDPS_SPLIT_TEST, NULL, NULL, err, sizeof(err)), 0);
+	rdps_dataset_close(ds);
+	o.entity_file = "missing.tsv";
+	o.force = 1;
+	cr_assert_eq(rdps_dataset_import(out, &o, &st, err, sizeof(err)), -ENOENT);
+	cr_assert(strstr(err, "missing.tsv"), "%s", err);
+	free(in);
+	free(out);
+}
+
 /* ---- synth ---- */
 
 static uint64_t file_hash(const char *d, const char *name)

@@ -142,6 +142,58 @@ Test(eval, tiny_graph_by_hand)
 	rdps_model_destroy(m);
 }
 
+/*
+ * Sampled evaluation on the tiny graph (filtered, pessimistic): each query
+ * ranked against its own candidate ids only.
+ *   q0 (T1 tail, true score 3) against {1, 4, 5}: 2 < 3, 4 filtered, 5 ties
+ *      -> gt 0, eq 1.
+ *   q1 (T2 tail, true -8) against {0, 3}: -4 higher, -16 lower -> gt 1.
+ *   q2 (T1 head, true 3) against {1, 2}: 1 filtered, 9 higher -> gt 1.
+ *   q3 (T2 head, true -8, entity 3) against {3, 5}: 3 is the true entity,
+ *      -6 higher -> gt 1.
+ * All ids at once give the counts of add_candidates.
+ */
+static void add_sampled(struct rdps_eval *ev, size_t q, const uint32_t *ids, uint32_t n)
+{
+	float rows[6];
+
+	for (uint32_t i = 0; i < n; i++)
+		rows[i] = tiny_ent[ids[i]];
+	cr_assert_eq(rdps_eval_add_sampled(ev, q, 1, ids, rows, n), 0, "query %zu", q);
+}
+
+Test(eval, sampled_candidates_by_hand)
+{
+	static const uint32_t c0[] = { 1, 4, 5 }, c1[] = { 0, 3 }, c2[] = { 1, 2 }, c3[] = { 3, 5 };
+	static const uint32_t all[] = { 0, 1, 2, 3, 4, 5 }, unsorted[] = { 3, 1 };
+	struct rdps_model *m = make_model("DistMult", 1, 1.0f);
+	struct rdps_eval *ev = tiny_eval(m, true, RDPS_EVAL_TIES_PESSIMISTIC, 1);
+	uint32_t gt[4], eq[4];
+	struct rdps_eval_metrics x;
+
+	add_sampled(ev, 0, c0, 3);
+	add_sampled(ev, 1, c1, 2);
+	add_sampled(ev, 2, c2, 2);
+	add_sampled(ev, 3, c3, 2);
+	rdps_eval_get_counts(ev, gt, eq);
+	cr_assert(gt[0] == 0 && eq[0] == 1, "q0 gt %u eq %u", gt[0], eq[0]);
+	cr_assert(gt[1] == 1 && eq[1] == 0, "q1 gt %u eq %u", gt[1], eq[1]);
+	cr_assert(gt[2] == 1 && eq[2] == 0, "q2 gt %u eq %u", gt[2], eq[2]);
+	cr_assert(gt[3] == 1 && eq[3] == 0, "q3 gt %u eq %u", gt[3], eq[3]);
+	rdps_eval_finish(ev, &x);
+	cr_assert_float_eq(x.mr, 2.0, 1e-12);
+	cr_assert_eq(rdps_eval_add_sampled(ev, 0, 1, unsorted, tiny_ent, 2), -EINVAL);
+	cr_assert_eq(rdps_eval_add_sampled(ev, 3, 2, all, tiny_ent, 6), -EINVAL);
+	rdps_eval_destroy(ev);
+
+	ev = tiny_eval(m, true, RDPS_EVAL_TIES_PESSIMISTIC, 1);
+	cr_assert_eq(rdps_eval_add_sampled(ev, 0, 4, all, tiny_ent, 6), 0);
+	rdps_eval_finish(ev, &x);
+	cr_assert_float_eq(x.mr, 3.75, 1e-12, "every id: the full ranking");
+	rdps_eval_destroy(ev);
+	rdps_model_destroy(m);
+}
+
 Test(eval, tiny_graph_in_chunks_and_reduced)
 {
 	struct rdps_model *m = make_model("DistMult", 1, 1.0f);

@@ -208,6 +208,32 @@ Test(train_start, both_trainers_with_the_same_options_train)
 	job_end(&jb);
 }
 
+/* No server listens: the trainer gives up after its --timeout of 2 s and
+ * says so (it used to retry for --reconnect's 120 s whatever --timeout said,
+ * then report "within 2000 ms"), before PROC_WAIT_MS. */
+Test(train_start, no_server_reachable_gives_up_after_the_timeout)
+{
+	struct job jb = { .name = "noserver" };
+	char text[64], *extra[] = { "--timeout", "2", NULL };
+	char *log, *out;
+	pid_t t0;
+	int code;
+
+	snprintf(text, sizeof(text), "127.0.0.1 %d 2\n", rdps_test_free_ports(2));
+	jb.ipc = rdps_test_write(dir, "noserver-ip_config.txt", text);
+	cr_assert(jb.ipc);
+	t0 = trainer(&jb, 0, data, extra, &log);
+	out = finish(t0, log, &code);
+	cr_log_info("%s", out);
+	cr_assert_eq(code, 1, "%s", out);
+	cr_assert(strstr(out, "no server reachable: cannot connect to 127.0.0.1:"), "%s", out);
+	cr_assert(strstr(out, "gave up after --timeout 2 s"), "%s", out);
+	cr_assert_null(strstr(out, "up to 120 s"), "%s", out);
+	free(out);
+	free(log);
+	free(jb.ipc);
+}
+
 /* Trainer 1 never starts: trainer 0 says what it waits for, then fails
  * within about its --timeout of 2 s (before PROC_WAIT_MS; the client's
  * barrier default was 10 minutes) naming trainer 1. */
