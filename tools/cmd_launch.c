@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "launch_run.h"
 #include "rdps/common.h"
@@ -136,6 +137,28 @@ static int parse_num(const char *flag, const char *s, double lo, double hi, doub
 	return 0;
 }
 
+/* An option getopt refused: one line saying why (a did-you-mean for a
+ * typo), the usage line, no 60 lines of help. */
+static void bad_option(const struct option *opts, const char *arg)
+{
+	char why[384];
+	const char *close;
+
+	/* getopt_long reads "-ip_config" as the short options -i -p ...: the
+	 * name is still the best clue. */
+	if (arg[0] == '-' && arg[1] && arg[1] != '-' && arg[2]) {
+		close = rdps_cli_closest(opts, arg);
+		snprintf(why, sizeof(why), "unknown option '%s'%s%s%s", arg, close ? " (did you mean --" : "",
+			 close ? close : "", close ? "?)" : "");
+	} else {
+		rdps_cli_explain(opts, arg, why, sizeof(why));
+	}
+	fprintf(stderr, "rdps launch: %s\n"
+		"usage: rdps launch [--backend local|mpi|slurm|k8s] --ip_config FILE [options] -- TRAIN_ARGS...\n"
+		"       (rdps launch's options before '--', the job's rdps train arguments after it;\n"
+		"       rdps launch --help lists them)\n", why);
+}
+
 static void launch_free(struct rdps_launch *L)
 {
 	rdps_launch_layout_free(&L->layout);
@@ -189,11 +212,14 @@ int rdps_cmd_launch(int argc, char **argv)
 			    .grace_ms = 10000, .mpirun = "mpirun", .base_port = RDPS_DEFAULT_BASE_PORT };
 	char err[640];
 	double v;
-	int opt, rc = 2;
+	int opt, at, rc = 2;
 	bool bad = false;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	opterr = 0; /* bad_option says it better */
+	/* No permutation ('+') and no short option but -h: the element a call
+	 * starts at is the one it refuses. */
+	while ((at = optind, opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (opt) {
 		case O_BACKEND: L.backend = optarg; break;
 		case O_ROLE: L.role_from_env = true; break;
@@ -218,7 +244,7 @@ int rdps_cmd_launch(int argc, char **argv)
 		case O_SUFFIX: L.host_suffix = optarg; break;
 		case O_SRUNARG: bad |= rdps_launch_strv_push(&L.srun_args, optarg) != 0; break;
 		case O_HELP: usage(stdout); launch_free(&L); return 0;
-		default: usage(stderr); launch_free(&L); return 2;
+		default: bad_option(opts, argv[at]); launch_free(&L); return 2;
 		}
 	}
 	if (bad)
