@@ -36,6 +36,9 @@ static void usage(FILE *f)
 "once: the launcher adds --ip_config, --num_trainers and --rank to each trainer,\n"
 "and gives the servers the ones they share with the trainers (--partition\n"
 "--model_name --hidden_dim --gamma --lr --optimizer --transport --seed).\n"
+"Before it starts anything it checks them once, as trainer 0 would get them,\n"
+"with 'rdps train --check-only' (options, data, partition, save path; no server\n"
+"is contacted): a bad argument stops it with the check's error.\n"
 "\n"
 "backends:\n"
 "  local    fork every process here (default). One process failing, or Ctrl-C,\n"
@@ -93,7 +96,9 @@ static void usage(FILE *f)
 "                         RDPS_RANK/RDPS_WORLD_SIZE) and become it (what mpi, slurm\n"
 "                         and k8s run on each rank)\n"
 "  --print-layout         print the rank table and exit\n"
-"  --dry_run              print the commands and exit\n"
+"  --dry_run              print the commands and exit (no check)\n"
+"  --no_check             do not run 'rdps train --check-only' first (a host that\n"
+"                         cannot read the job's data, e.g. where mpirun starts)\n"
 "  -h, --help             this text\n"
 "\n"
 "example: rdps launch --ip_config ip.txt --num_client_proc 2 -- --data wn18\n"
@@ -159,6 +164,24 @@ static void bad_option(const struct option *opts, const char *arg)
 		"       rdps launch --help lists them)\n", why);
 }
 
+/* This binary: it runs the check, and the job's processes unless --rdps. */
+static int find_self(struct rdps_launch *L)
+{
+	ssize_t n = readlink("/proc/self/exe", L->self, sizeof(L->self) - 1);
+
+	if (n > 0) {
+		L->self[n] = '\0';
+	} else if (L->exe[0]) {
+		snprintf(L->self, sizeof(L->self), "%s", L->exe);
+	} else {
+		fprintf(stderr, "rdps launch: cannot find this binary (/proc/self/exe): give --rdps PATH\n");
+		return -ENOENT;
+	}
+	if (!L->exe[0])
+		snprintf(L->exe, sizeof(L->exe), "%s", L->self);
+	return 0;
+}
+
 static void launch_free(struct rdps_launch *L)
 {
 	rdps_launch_layout_free(&L->layout);
@@ -176,8 +199,8 @@ static void launch_free(struct rdps_launch *L)
 
 int rdps_cmd_launch(int argc, char **argv)
 {
-	enum { O_BACKEND = 256, O_ROLE, O_LAYOUT, O_DRY, O_QUIET, O_IPC, O_NCP, O_NSRV, O_THOSTS,
-	       O_SARG, O_GRACE, O_RDPS, O_MACHINE, O_LOGDIR, O_MPIRUN, O_MPIARG, O_MPIHOSTS,
+	enum { O_BACKEND = 256, O_ROLE, O_LAYOUT, O_DRY, O_NOCHECK, O_QUIET, O_IPC, O_NCP, O_NSRV,
+	       O_THOSTS, O_SARG, O_GRACE, O_RDPS, O_MACHINE, O_LOGDIR, O_MPIRUN, O_MPIARG, O_MPIHOSTS,
 	       O_WRAPPER, O_BASEPORT, O_HOSTS, O_SUFFIX, O_SRUNARG, O_HELP };
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, O_BACKEND },
@@ -187,6 +210,8 @@ int rdps_cmd_launch(int argc, char **argv)
 		{ "print_layout", no_argument, NULL, O_LAYOUT },
 		{ "dry_run", no_argument, NULL, O_DRY },
 		{ "dry-run", no_argument, NULL, O_DRY },
+		{ "no_check", no_argument, NULL, O_NOCHECK },
+		{ "no-check", no_argument, NULL, O_NOCHECK },
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "ip_config", required_argument, NULL, O_IPC },
 		{ "num_client_proc", required_argument, NULL, O_NCP },
@@ -225,6 +250,7 @@ int rdps_cmd_launch(int argc, char **argv)
 		case O_ROLE: L.role_from_env = true; break;
 		case O_LAYOUT: L.print_layout = true; break;
 		case O_DRY: L.dry_run = true; break;
+		case O_NOCHECK: L.no_check = true; break;
 		case O_QUIET: L.quiet = true; break;
 		case O_IPC: L.ip_config = optarg; break;
 		case O_NCP: bad |= parse_num("--num_client_proc", optarg, 1, 4096, &v) != 0; L.P = (uint32_t)v; break;
@@ -272,15 +298,8 @@ int rdps_cmd_launch(int argc, char **argv)
 		fprintf(stderr, "rdps launch: %s\n", err);
 		goto out;
 	}
-	if (!L.exe[0]) {
-		ssize_t n = readlink("/proc/self/exe", L.exe, sizeof(L.exe) - 1);
-
-		if (n <= 0) {
-			fprintf(stderr, "rdps launch: cannot find this binary (/proc/self/exe): give --rdps PATH\n");
-			goto out;
-		}
-		L.exe[n] = '\0';
-	}
+	if (find_self(&L))
+		goto out;
 	if (!strcmp(L.backend, "slurm") && !L.role_from_env) {
 		if (L.trainer_hosts.n) {
 			fprintf(stderr, "rdps launch: --trainer_hosts does not apply to slurm: every node runs "
@@ -337,6 +356,8 @@ int rdps_cmd_launch(int argc, char **argv)
 		rc = 0;
 	} else if (L.role_from_env) {
 		rc = rdps_launch_run_rank(&L);
+	} else if ((rc = rdps_launch_check_train(&L))) {
+		/* it said why */
 	} else if (!strcmp(L.backend, "mpi")) {
 		rc = rdps_launch_run_mpi(&L);
 	} else if (!strcmp(L.backend, "slurm")) {

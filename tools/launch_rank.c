@@ -29,8 +29,14 @@ int rdps_launch_run_rank(struct rdps_launch *L)
 		return 2;
 	}
 	if (role.kind == RDPS_ROLE_MACHINE) {
+		int rc;
+
 		rdps_info("launch: %s pod %u runs machine %u (%s)", env.source, role.id, role.machine,
 			  L->layout.machines[role.machine].host);
+		/* No launcher above a pod: each checks before it starts its
+		 * processes (an MPI or Slurm rank's launcher has checked). */
+		if ((rc = rdps_launch_check_train(L)))
+			return rc;
 		return rdps_launch_run_local(L, (long)role.machine);
 	}
 	rdps_launch_role_name(&role, name, sizeof(name));

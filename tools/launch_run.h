@@ -40,9 +40,10 @@ void rdps_launch_print_argv(FILE *f, char *const *argv);
 /* One rdps launch run: its options and what was derived from them. */
 struct rdps_launch {
 	const char *backend;
-	bool role_from_env, print_layout, dry_run, quiet;
+	bool role_from_env, print_layout, dry_run, quiet, no_check;
 	const char *ip_config, *log_dir, *mpirun, *wrapper, *host_suffix;
 	char exe[PATH_MAX];      /* rdps binary of the job's processes (--rdps) */
+	char self[PATH_MAX];     /* this binary: it checks the train arguments */
 	char ipc_path[PATH_MAX]; /* the ip_config, absolute */
 	uint32_t P;              /* --num_client_proc */
 	long num_servers, machine;
@@ -71,6 +72,17 @@ int rdps_launch_role_cmd(struct rdps_launch *L, struct rdps_launch_strv *out);
  */
 int rdps_launch_exec_or_print(struct rdps_launch *L, struct rdps_launch_strv *cmd,
 			      const char *what);
+
+/*
+ * Checks the train arguments once, before anything starts: runs "SELF train
+ * --check-only" with trainer 0's command line (the train arguments and what
+ * the launcher adds), bounded. Returns 0 if the check passed (or with
+ * --dry_run or --no_check, without running it); otherwise the check's
+ * output is on stderr with a line saying nothing was started, and the
+ * return value is rdps launch's exit code: 2 (the arguments are wrong) or 1
+ * (the check could not run).
+ */
+int rdps_launch_check_train(struct rdps_launch *L);
 
 /* The launchers. Each returns rdps launch's exit code. */
 
