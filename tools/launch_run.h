@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdps launch, inside: what cmd_launch.c (options, checks, dispatch) shares
+ * with the launchers, one file each: launch_local.c (fork and supervise,
+ * through launch_supervisor.c), launch_mpi.c, launch_slurm.c and
+ * launch_rank.c (--role-from-env: what mpirun, srun and a Kubernetes pod
+ * run). The layout and the role command lines are in launch.h.
+ */
+#ifndef RDPS_TOOLS_LAUNCH_RUN_H
+#define RDPS_TOOLS_LAUNCH_RUN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "launch.h"
+#include "rdps/ipconfig.h"
+
+/* A growing NULL-terminated array of borrowed strings. */
+struct rdps_launch_strv {
+	char **v; /* NULL-terminated once non-empty */
+	int n;
+};
+
+/* Appends x (borrowed). Returns 0 or -ENOMEM. */
+int rdps_launch_strv_push(struct rdps_launch_strv *s, char *x);
+
+/* Splits "a,b,c" (modified in place) onto s. Returns 0 or -ENOMEM. */
+int rdps_launch_strv_push_list(struct rdps_launch_strv *s, char *list);
+
+/* printf into a new string that owned keeps (freed by the caller with each
+ * of owned's strings); NULL on ENOMEM. */
+char *rdps_launch_owned_printf(struct rdps_launch_strv *owned, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Prints argv on one line, quoted for a POSIX shell where needed. */
+void rdps_launch_print_argv(FILE *f, char *const *argv);
+
+/* One rdps launch run: its options and what was derived from them. */
+struct rdps_launch {
+	const char *backend;
+	bool role_from_env, print_layout, dry_run, quiet, no_check;
+	const char *ip_config, *log_dir, *mpirun, *wrapper, *host_suffix;
+	char exe[PATH_MAX];      /* rdps binary of the job's processes (--rdps) */
+	char self[PATH_MAX];     /* this binary: it checks the train arguments */
+	char ipc_path[PATH_MAX]; /* the ip_config, absolute */
+	uint32_t P;              /* --num_client_proc */
+	long num_servers, machine;
+	int grace_ms;
+	uint16_t base_port;
+	struct rdps_launch_strv trainer_hosts, server_args, mpi_args, mpi_hosts, srun_args, hosts;
+	struct rdps_launch_strv owned; /* strings allocated here, freed at the end */
+	char **train_args;             /* after '--' */
+	int num_train_args;
+	struct rdps_ipconfig ipc;
+	struct rdps_launch_layout layout;
+	struct rdps_launch_job job;
+};
+
+/*
+ * Appends the command every rank of an engine runs ("EXE launch
+ * --role-from-env --ip_config F ... -- TRAIN_ARGS") to out. Returns 0 or
+ * -ENOMEM.
+ */
+int rdps_launch_role_cmd(struct rdps_launch *L, struct rdps_launch_strv *out);
+
+/*
+ * Prints cmd to stderr and execs it (PATH lookup); with --dry_run prints it
+ * to stdout instead and returns 0. what ("mpirun", "srun") names the tool in
+ * the error. Returns 127 if it could not run.
+ */
+int rdps_launch_exec_or_print(struct rdps_launch *L, struct rdps_launch_strv *cmd,
+			      const char *what);
+
+/*
+ * Checks the train arguments once, before anything starts: runs "SELF train
+ * --check-only" with trainer 0's command line (the train arguments and what
+ * the launcher adds), bounded. Returns 0 if the check passed (or with
+ * --dry_run or --no_check, without running it); otherwise the check's
+ * output is on stderr with a line saying nothing was started, and the
+ * return value is rdps launch's exit code: 2 (the arguments are wrong) or 1
+ * (the check could not run).
+ */
+int rdps_launch_check_train(struct rdps_launch *L);
+
+/* The launchers. Each returns rdps launch's exit code. */
+
+/* Forks machine's processes (all, machine < 0) and supervises them. */
+int rdps_launch_run_local(struct rdps_launch *L, long machine);
+/* Prints and execs one mpirun: one app context per machine. */
+int rdps_launch_run_mpi(struct rdps_launch *L);
+/* Inside an allocation: writes the ip_config from the allocation's nodes
+ * (before the layout is built; returns 0 or -errno) ... */
+int rdps_launch_slurm_write_ipconfig(struct rdps_launch *L);
+/* ... then prints and execs srun. */
+int rdps_launch_run_slurm(struct rdps_launch *L);
+/* --role-from-env: becomes the process the engine's environment names (a
+ * Kubernetes pod: its machine's processes, through run_local). */
+int rdps_launch_run_rank(struct rdps_launch *L);
+
+#endif
