@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "rdps/auth.h"
 #include "rdps/common.h"
@@ -299,33 +300,6 @@ static const struct option opts[] = {
 	{ 0 },
 };
 
-/* Edit distance (adjacent swaps count one), for did-you-mean. */
-static size_t distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), d[64][64];
-
-	if (la >= 64 || lb >= 64)
-		return 99;
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (size_t k = 0; k <= lb; k++)
-		d[0][k] = k;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t k = 1; k <= lb; k++) {
-			size_t c = d[i - 1][k - 1] + (a[i - 1] != b[k - 1]);
-
-			if (d[i - 1][k] + 1 < c)
-				c = d[i - 1][k] + 1;
-			if (d[i][k - 1] + 1 < c)
-				c = d[i][k - 1] + 1;
-			if (i > 1 && k > 1 && a[i - 1] == b[k - 2] && a[i - 2] == b[k - 1] &&
-			    d[i - 2][k - 2] + 1 < c)
-				c = d[i - 2][k - 2] + 1;
-			d[i][k] = c;
-		}
-	return d[la][lb];
-}
-
 /* The option name matches: exactly, else as the only prefix (getopt's rule:
  * prefixes of several names of one option are not ambiguous). NULL, with
  * *ambiguous set when several options match. */
@@ -347,25 +321,11 @@ static const struct option *lookup(const char *name, size_t len, bool *ambiguous
 	return *ambiguous ? NULL : found;
 }
 
-static void unknown_option(const char *arg, const char *name, size_t len)
+static void unknown_option(const char *arg)
 {
-	char want[64];
-	const char *best = NULL;
-	size_t bestd = 99;
+	char why[256];
 
-	snprintf(want, sizeof(want), "%.*s", (int)len, name);
-	for (const struct option *o = opts; o->name; o++) {
-		size_t d = distance(want, o->name);
-
-		if (d < bestd) {
-			bestd = d;
-			best = o->name;
-		}
-	}
-	if (best && bestd <= (strlen(want) < 6 ? 1 : strlen(want) / 4 + 1))
-		bad("unknown option '%s'; did you mean --%s?", arg, best);
-	else
-		bad("unknown option '%s'", arg);
+	bad("%s", rdps_cli_explain(opts, arg, why, sizeof(why)));
 }
 
 static bool is_int(const char *s)
@@ -424,7 +384,7 @@ static int prescan(int argc, char **argv, char **out, int *outc, const char **fi
 			return 2;
 		}
 		if (!o) {
-			unknown_option(a, name, len);
+			unknown_option(a);
 			return 2;
 		}
 		if (o->val == O_DATA_FILES || o->val == O_GPU) {

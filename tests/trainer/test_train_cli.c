@@ -98,7 +98,7 @@ Test(train_cli, a_mistyped_option_is_one_line_with_did_you_mean)
 
 	cr_assert_eq(code, 2, "%s", out);
 	cr_assert_eq(count_lines(out), 1, "%s", out);
-	cr_assert(strstr(out, "unknown option '--hiden_dim'; did you mean --hidden_dim? (see rdps "
+	cr_assert(strstr(out, "unknown option '--hiden_dim' (did you mean --hidden_dim?) (see rdps "
 			      "train --help)"), "%s", out);
 	free(out);
 	out = run("ambiguous", args2, &code);
