@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Command-line helpers shared by the rdps subcommands (see cli.h). */
 #include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -148,4 +150,36 @@ const char *rdps_cli_explain(const struct option *opts, const char *arg, char *b
 	else
 		snprintf(buf, len, "unknown option '%s'", arg);
 	return buf;
+}
+
+int rdps_cli_choice(const char *cmd, const char *flag, const char *arg,
+		    const char *const *names, size_t n)
+{
+	char list[512] = "";
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(arg, names[i]))
+			return (int)i;
+	for (size_t i = 0; i < n; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+			 !i ? "" : i + 1 < n ? ", " : " or ", names[i]);
+	fprintf(stderr, "rdps %s: %s '%s' is not %s\n", cmd, flag, arg, list);
+	return -1;
+}
+
+int rdps_cli_long(const char *cmd, const char *flag, const char *arg, long lo, long hi,
+		  long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || v < lo || v > hi) {
+		fprintf(stderr, "rdps %s: %s '%s' is not a whole number in %ld..%ld\n", cmd, flag,
+			arg, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
 }

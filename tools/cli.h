@@ -37,4 +37,16 @@ const char *rdps_cli_closest(const struct option *opts, const char *arg);
  */
 const char *rdps_cli_explain(const struct option *opts, const char *arg, char *buf, size_t len);
 
+/*
+ * The index of arg in names[0..n), or -1 after printing one line,
+ * "rdps CMD: FLAG 'arg' is not a, b or c", to stderr.
+ */
+int rdps_cli_choice(const char *cmd, const char *flag, const char *arg,
+		    const char *const *names, size_t n);
+
+/* arg as a whole number in [lo, hi] into *out: 0, or -1 after printing
+ * "rdps CMD: FLAG 'arg' is not a whole number in lo..hi". */
+int rdps_cli_long(const char *cmd, const char *flag, const char *arg, long lo, long hi,
+		  long *out);
+
 #endif

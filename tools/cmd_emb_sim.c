@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "infer.h"
 #include "rdps/common.h"
@@ -170,10 +171,10 @@ int rdps_cmd_emb_sim(int argc, char **argv)
 	float *emb = NULL;
 	uint64_t rows = 0;
 	enum mode mode = M_ALL;
-	bool raw = false, found;
-	char err[1024], *end;
+	bool raw = false;
+	char err[1024];
 	long topk = 10;
-	int opt, nfiles = 0, want, ret, rc = 1;
+	int opt, nfiles = 0, want, ret, rc = 1, k;
 
 	optind = 1;
 	while ((opt = getopt_long_only(argc, argv, "+", opts, NULL)) != -1) {
@@ -188,39 +189,20 @@ int rdps_cmd_emb_sim(int argc, char **argv)
 			break;
 		case O_RAW: raw = true; break;
 		case O_EXEC:
-			found = false;
-			for (size_t i = 0; i < RDPS_ARRAY_SIZE(modes); i++)
-				if (!strcmp(optarg, modes[i])) {
-					mode = (enum mode)i;
-					found = true;
-				}
-			if (!found) {
-				fprintf(stderr, "rdps emb_sim: --exec_mode '%s' is not pairwise, all or "
-					"batch_left\n", optarg);
+			k = rdps_cli_choice("emb_sim", "--exec_mode", optarg, modes, RDPS_ARRAY_SIZE(modes));
+			if (k < 0)
 				return 2;
-			}
+			mode = (enum mode)k;
 			break;
 		case O_TOPK:
-			errno = 0;
-			topk = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || topk < 1 || topk > 100000000) {
-				fprintf(stderr, "rdps emb_sim: --topK '%s' is not a count in 1..1e8\n",
-					optarg);
+			if (rdps_cli_long("emb_sim", "--topK", optarg, 1, 100000000, &topk))
 				return 2;
-			}
 			break;
 		case O_SIM:
-			found = false;
-			for (size_t i = 0; i < RDPS_ARRAY_SIZE(sims); i++)
-				if (!strcmp(optarg, sims[i])) {
-					j.f = (enum sim)i;
-					found = true;
-				}
-			if (!found) {
-				fprintf(stderr, "rdps emb_sim: --sim_func '%s' is not cosine, l2, l1, dot "
-					"or ext_jaccard\n", optarg);
+			k = rdps_cli_choice("emb_sim", "--sim_func", optarg, sims, RDPS_ARRAY_SIZE(sims));
+			if (k < 0)
 				return 2;
-			}
+			j.f = (enum sim)k;
 			break;
 		case O_OUTPUT: output = optarg; break;
 		case O_GPU:
@@ -241,13 +223,8 @@ int rdps_cmd_emb_sim(int argc, char **argv)
 		fprintf(stderr, "rdps emb_sim: --emb_file FILE and --format FMT are required\n");
 		return 2;
 	}
-	found = false;
-	for (size_t i = 0; i < RDPS_ARRAY_SIZE(formats); i++)
-		found |= !strcmp(format, formats[i]);
-	if (!found) {
-		fprintf(stderr, "rdps emb_sim: --format '%s' is not l_r, l_*, *_r or *\n", format);
+	if (rdps_cli_choice("emb_sim", "--format", format, formats, RDPS_ARRAY_SIZE(formats)) < 0)
 		return 2;
-	}
 	want = !strcmp(format, "l_r") ? 2 : !strcmp(format, "*") ? 0 : 1;
 	if (nfiles != want) {
 		fprintf(stderr, "rdps emb_sim: --format %s needs %d list file%s in --data_files (%d "

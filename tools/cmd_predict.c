@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "infer.h"
 #include "rdps/common.h"
@@ -197,10 +198,10 @@ int rdps_cmd_predict(int argc, char **argv)
 	struct rdps_saved *s = NULL;
 	struct infer_topk tk = { 0 };
 	enum mode mode = M_ALL;
-	bool raw = false, found;
-	char err[1024], *end;
+	bool raw = false;
+	char err[1024];
 	long topk = 10;
-	int opt, nfiles = 0, want = 0, rc = 1;
+	int opt, nfiles = 0, want = 0, rc = 1, choice;
 
 	optind = 1;
 	while ((opt = getopt_long_only(argc, argv, "+", opts, NULL)) != -1) {
@@ -214,26 +215,15 @@ int rdps_cmd_predict(int argc, char **argv)
 			break;
 		case O_RAW: raw = true; break;
 		case O_EXEC:
-			found = false;
-			for (size_t i = 0; i < RDPS_ARRAY_SIZE(modes); i++)
-				if (!strcmp(optarg, modes[i])) {
-					mode = (enum mode)i;
-					found = true;
-				}
-			if (!found) {
-				fprintf(stderr, "rdps predict: --exec_mode '%s' is not triplet_wise, all, "
-					"batch_head, batch_rel or batch_tail\n", optarg);
+			choice = rdps_cli_choice("predict", "--exec_mode", optarg, modes,
+						 RDPS_ARRAY_SIZE(modes));
+			if (choice < 0)
 				return 2;
-			}
+			mode = (enum mode)choice;
 			break;
 		case O_TOPK:
-			errno = 0;
-			topk = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || topk < 1 || topk > 100000000) {
-				fprintf(stderr, "rdps predict: --topK '%s' is not a count in 1..1e8\n",
-					optarg);
+			if (rdps_cli_long("predict", "--topK", optarg, 1, 100000000, &topk))
 				return 2;
-			}
 			break;
 		case O_SCORE:
 			if (!strcmp(optarg, "logsigmoid"))
@@ -266,14 +256,8 @@ int rdps_cmd_predict(int argc, char **argv)
 		fprintf(stderr, "rdps predict: --model_path DIR and --format FMT are required\n");
 		return 2;
 	}
-	found = false;
-	for (size_t i = 0; i < RDPS_ARRAY_SIZE(formats); i++)
-		found |= !strcmp(format, formats[i]);
-	if (!found) {
-		fprintf(stderr, "rdps predict: --format '%s' is not one of h_r_t, h_r_*, h_*_t, "
-			"*_r_t, h_*_*, *_r_*, *_*_t\n", format);
+	if (rdps_cli_choice("predict", "--format", format, formats, RDPS_ARRAY_SIZE(formats)) < 0)
 		return 2;
-	}
 	for (int k = 0; k < 3; k++)
 		want += format[2 * k] != '*';
 	if (nfiles != want) {

@@ -147,3 +147,19 @@ Test(cli_explain, with_getopt_itself)
 	cr_expect_str_eq(refused(d, 3, false),
 			 "ambiguous option '--mpi' (--mpirun, --mpi_arg, --mpi_hosts)");
 }
+
+Test(cli_values, choices_and_whole_numbers)
+{
+	static const char *const modes[] = { "triplet_wise", "all", "batch_head" };
+	long v = 7;
+
+	cr_expect_eq(rdps_cli_choice("predict", "--exec_mode", "all", modes, 3), 1);
+	cr_expect_eq(rdps_cli_choice("predict", "--exec_mode", "batch_head", modes, 3), 2);
+	cr_expect_eq(rdps_cli_choice("predict", "--exec_mode", "al", modes, 3), -1);
+	cr_expect_eq(rdps_cli_long("predict", "--topK", "10", 1, 100, &v), 0);
+	cr_expect_eq(v, 10);
+	cr_expect_eq(rdps_cli_long("predict", "--topK", "0", 1, 100, &v), -1);
+	cr_expect_eq(rdps_cli_long("predict", "--topK", "10x", 1, 100, &v), -1);
+	cr_expect_eq(rdps_cli_long("predict", "--topK", "", 1, 100, &v), -1);
+	cr_expect_eq(v, 10, "a refused value must leave *out alone");
+}
