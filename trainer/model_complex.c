@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ComplEx: score Re(<h, r, conj(t)>). A row of width n = hidden_dim is n/2
- * real parts followed by n/2 imaginary parts (DGL-KE's th.chunk(emb, 2)).
- * Query form: q = h * r scores
+ * ComplEx: score Re(<h, r, conj(t)>). A row of width n is n/2 real parts
+ * followed by n/2 imaginary parts (DGL-KE's th.chunk(emb, 2)): n is
+ * hidden_dim, or 2 hidden_dim with -de -dr. Query form: q = h * r scores
  * tails as q . t, q = t * conj(r) scores heads as q . h (the DOT form, on
  * the rows as they are).
  */

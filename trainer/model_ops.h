@@ -94,9 +94,10 @@ struct rdps_model_ops {
 	enum rdps_model_kind kind;
 	const char *name; /* canonical DGL-KE name */
 
-	/* Row widths for p->hidden_dim, as DGL-KE lays out its tables;
-	 * -EINVAL when the family cannot take it (odd halves). Widths are
-	 * checked against 32 bits by the caller. */
+	/* Row widths for p->hidden_dim and p->double_ent / double_rel, as
+	 * DGL-KE lays out its tables. -EINVAL when the family cannot take
+	 * them (odd halves, -de without -dr where DGL-KE's shapes do not
+	 * match). Widths are checked against 32 bits by the caller. */
 	int (*dims)(const struct rdps_model_params *p, uint64_t *ent_dim,
 		    uint64_t *rel_dim);
 
@@ -132,7 +133,9 @@ extern const struct rdps_model_ops rdps_kge_rescal_ops;
 /* Defaults a family may point to (models.c). */
 size_t rdps_kge_no_tmp(const struct rdps_model *m);
 
-/* Widths when entity and relation rows are one vector of hidden_dim. */
+/* Widths when entity and relation rows are one vector of the same size E
+ * (hidden_dim, doubled by -de and -dr together); -EINVAL if only one of
+ * the flags is given (DGL-KE's shapes would not match). */
 int rdps_kge_dims_same(const struct rdps_model_params *p, uint64_t *ent_dim,
 		       uint64_t *rel_dim);
 

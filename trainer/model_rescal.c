@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * RESCAL: score h^T M_r t with M_r a row-major n x n matrix, the relation
- * row (n = hidden_dim). Query form: q = M^T h scores tails,
+ * row (n = hidden_dim, or 2 hidden_dim with -de -dr: DGL-KE's relation_dim
+ * x entity_dim, which must be equal). Query form: q = M^T h scores tails,
  * q = M t heads, in the DOT pair form.
  *
  * The positives of several whole chunks take rows of Q and GQ in relation

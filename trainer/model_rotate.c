@@ -3,14 +3,15 @@
  * RotatE: score gamma - sum_k |h_k e^{i phase_k} - t_k| over K = hidden_dim
  * complex components; phase_k = r_k / (emb_init / pi). Entity rows are 2K
  * floats (K real parts, then K imaginary parts: DGL-KE's -de, which RotatE
- * requires there and which rdps implies); relation rows are K phases.
- * Query form: q = h e^{i ph}
+ * requires there and which rdps implies); relation rows are K phases (-dr
+ * is refused: DGL-KE's shapes would not match). Query form: q = h e^{i ph}
  * scores tails, q = t e^{-i ph} heads, as gamma - sum_k |q_k - e_k| (the ROT
  * pair form).
  *
  * The negatives keep their moduli between forward and backward: see
  * rot_fwd_block.
  */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,8 @@
 
 static int rotate_dims(const struct rdps_model_params *p, uint64_t *ed, uint64_t *rd)
 {
+	if (p->double_rel)
+		return -EINVAL;
 	*ed = 2 * (uint64_t)p->hidden_dim;
 	*rd = p->hidden_dim;
 	return 0;

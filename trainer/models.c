@@ -97,6 +97,12 @@ static int model_dims(const struct rdps_model_params *p, const struct rdps_model
 	return 0;
 }
 
+int rdps_model_params_dims(const struct rdps_model_params *p, uint32_t *entity_dim,
+			   uint32_t *relation_dim)
+{
+	return model_dims(p, NULL, entity_dim, relation_dim);
+}
+
 int rdps_model_dims(const char *name, uint32_t hidden_dim,
 		    uint32_t *entity_dim, uint32_t *relation_dim)
 {
@@ -105,13 +111,17 @@ int rdps_model_dims(const char *name, uint32_t hidden_dim,
 	rdps_model_params_init(&p);
 	p.name = name;
 	p.hidden_dim = hidden_dim;
-	return model_dims(&p, NULL, entity_dim, relation_dim);
+	return rdps_model_params_dims(&p, entity_dim, relation_dim);
 }
 
 int rdps_kge_dims_same(const struct rdps_model_params *p, uint64_t *ent_dim,
 		       uint64_t *rel_dim)
 {
-	*ent_dim = *rel_dim = p->hidden_dim;
+	uint64_t E = (p->double_ent ? 2 : 1) * (uint64_t)p->hidden_dim;
+
+	if (p->double_ent != p->double_rel || E > UINT32_MAX / 2)
+		return -EINVAL;
+	*ent_dim = *rel_dim = E;
 	return 0;
 }
 
@@ -125,6 +135,8 @@ void rdps_model_params_init(struct rdps_model_params *p)
 	p->adv_temp = 1.0f;
 	p->reg_coef = 2e-6f;
 	p->reg_norm = 3.0f;
+	p->double_ent = false;
+	p->double_rel = false;
 }
 
 int rdps_model_create(struct rdps_model **out, const struct rdps_model_params *p)

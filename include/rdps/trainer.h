@@ -47,17 +47,24 @@ enum rdps_model_kind {
 };
 
 /*
- * How hidden_dim maps to row widths (entity_dim / relation_dim), as DGL-KE
- * lays out its tables (so saved .npy files load in DGL-KE tools):
+ * How hidden_dim (D) and DGL-KE's -de/--double_ent, -dr/--double_rel map to
+ * row widths (entity_dim / relation_dim), as DGL-KE lays out its tables (so
+ * saved .npy files load in DGL-KE tools). With -de an entity vector is 2D
+ * wide, with -dr a relation vector; E and R below are those widths.
  *
- *   TransE_l1, TransE_l2, DistMult: entity D, relation D.
- *   ComplEx:  entity D, relation D; D must be even. A row is D/2 real parts
- *             followed by D/2 imaginary parts (DGL-KE without -de/-dr).
- *   RotatE:   entity 2D (D real parts then D imaginary parts; DGL-KE's
- *             mandatory -de), relation D phases. The angle of component k
- *             is r_k / (emb_init / pi) with emb_init = (gamma + 2) / D.
- *   RESCAL:   entity D, relation D*D: a row-major D x D matrix M with
- *             score = sum_a h_a sum_c M[a][c] t_c.
+ *   TransE_l1, TransE_l2, DistMult: entity E, relation R; E == R (-de and
+ *             -dr together or not at all: DGL-KE's h + r - t and h * r * t
+ *             need equal widths).
+ *   ComplEx:  entity E, relation R, E == R, even. A row is E/2 real parts
+ *             followed by E/2 imaginary parts: D/2 + D/2 by default, D + D
+ *             with -de -dr (then D may be odd).
+ *   RotatE:   entity 2D (D real parts then D imaginary parts), relation D
+ *             phases. DGL-KE requires -de for RotatE; rdps implies it, so
+ *             RotatE is accepted with and without -de (same widths). -dr is
+ *             refused (D phases rotate D complex components). The angle of
+ *             component k is r_k / (emb_init / pi), emb_init = (gamma + 2) / D.
+ *   RESCAL:   entity E, relation E*E (E == R): a row-major E x E matrix M
+ *             with score = sum_a h_a sum_c M[a][c] t_c.
  */
 struct rdps_model_params {
 	const char *name;    /* DGL-KE model name, see rdps_model_names() */
@@ -67,10 +74,13 @@ struct rdps_model_params {
 	float adv_temp;      /* --adversarial_temperature (-a) */
 	float reg_coef;      /* --regularization_coef (-rc); 0 disables */
 	float reg_norm;      /* --regularization_norm (-rn), the p of sum|x|^p */
+	bool double_ent;     /* -de, --double_ent: entity vectors 2 hidden_dim */
+	bool double_rel;     /* -dr, --double_rel: relation vectors 2 hidden_dim */
 };
 
 /* Fills DGL-KE's defaults: TransE_l2, hidden_dim 400, gamma 12, no -adv,
- * adversarial_temperature 1, regularization_coef 2e-6, norm 3. */
+ * adversarial_temperature 1, regularization_coef 2e-6, norm 3, no -de, no
+ * -dr. */
 void rdps_model_params_init(struct rdps_model_params *p);
 
 /* Comma-separated list of the accepted model names, for error messages. */
@@ -79,9 +89,15 @@ const char *rdps_model_names(void);
 /* Maps a model name to its kind: 0, or -EINVAL for an unknown name. */
 int rdps_model_lookup(const char *name, enum rdps_model_kind *kind);
 
-/* Row widths a model of that name and hidden_dim uses, without creating it
- * (to check a table before training). 0, or -EINVAL (unknown name, zero or
- * odd-for-ComplEx hidden_dim, RESCAL widths overflowing 32 bits). */
+/* Row widths of the model p describes (name, hidden_dim, double_ent,
+ * double_rel; the rest is not looked at), without creating it (to size a
+ * table before training). 0, or -EINVAL (unknown name, zero hidden_dim,
+ * odd halves for ComplEx, -de without -dr or the reverse where
+ * the model needs equal widths, -dr for RotatE, widths beyond 2^31). */
+int rdps_model_params_dims(const struct rdps_model_params *p, uint32_t *entity_dim,
+			   uint32_t *relation_dim);
+
+/* rdps_model_params_dims() for a name and hidden_dim without -de / -dr. */
 int rdps_model_dims(const char *name, uint32_t hidden_dim,
 		    uint32_t *entity_dim, uint32_t *relation_dim);
 
