@@ -12,9 +12,10 @@
 
 #include "model_kernels.h"
 
-static int complex_dims(const struct rdps_model_params *p, uint64_t *ed, uint64_t *rd)
+static int complex_dims(const struct rdps_model_params *p, uint64_t *ed, uint64_t *rd,
+			uint64_t *rv)
 {
-	int ret = rdps_kge_dims_same(p, ed, rd);
+	int ret = rdps_kge_dims_same(p, ed, rd, rv);
 
 	if (ret)
 		return ret;
@@ -105,12 +106,12 @@ static void complex_step(const struct step_args *A, double *pos_sum, double *neg
 			complex_query(n, hs, A->ent + (size_t)x * n,
 				      A->rel + (size_t)b->rel[i0 + i] * rd, sc->Q + (size_t)i * n);
 		}
-		kge_chunk_pairs(FORM_DOT, A, C, n, pos_sum, neg_sum);
+		kge_chunk_pairs(FORM_DOT, false, A, C, n, pos_sum, neg_sum);
 		for (uint32_t i = 0; i < C; i++) {
 			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i], r = b->rel[i0 + i];
-			complex_query_backward(n, hs, A->ent + (size_t)x * n, A->rel + (size_t)r * rd,
-					       sc->gqp[i], A->eg + (size_t)x * n,
-					       A->rg + (size_t)r * rd);
+			complex_query_backward(n, hs, A->ent + (size_t)x * n,
+					       A->rel + (size_t)r * rd, sc->gqp[i],
+					       A->eg + (size_t)x * n, A->rg + (size_t)r * rd);
 		}
 	}
 }
@@ -125,7 +126,7 @@ RDPS_KGE_CLONES
 static void complex_tile(const struct rdps_model *m, const float *q, uint32_t nq,
 			 const float *c, uint32_t nc, float *out)
 {
-	kge_score_tile(FORM_DOT, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
+	kge_score_tile(FORM_DOT, false, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
 }
 
 const struct rdps_model_ops rdps_kge_complex_ops = {
@@ -135,7 +136,10 @@ const struct rdps_model_ops rdps_kge_complex_ops = {
 	.score = complex_score,
 	.scratch = complex_scratch,
 	.step = complex_step,
+	.query_dim = rdps_kge_ent_query,
 	.query_tmp = rdps_kge_no_tmp,
 	.query = complex_eval_query,
 	.score_tile = complex_tile,
+	.cand_ctx_size = rdps_kge_no_ctx,
+	.cand_rows = rdps_kge_copy_rows,
 };

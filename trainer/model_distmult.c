@@ -48,7 +48,7 @@ static void distmult_step(const struct step_args *A, double *pos_sum, double *ne
 			distmult_query(n, A->ent + (size_t)x * n,
 				       A->rel + (size_t)b->rel[i0 + i] * rd, sc->Q + (size_t)i * n);
 		}
-		kge_chunk_pairs(FORM_DOT, A, C, n, pos_sum, neg_sum);
+		kge_chunk_pairs(FORM_DOT, false, A, C, n, pos_sum, neg_sum);
 		/* through the queries: dL/dx = gq * r, dL/dr = gq * x */
 		for (uint32_t i = 0; i < C; i++) {
 			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
@@ -75,7 +75,7 @@ RDPS_KGE_CLONES
 static void distmult_tile(const struct rdps_model *m, const float *q, uint32_t nq,
 			  const float *c, uint32_t nc, float *out)
 {
-	kge_score_tile(FORM_DOT, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
+	kge_score_tile(FORM_DOT, false, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
 }
 
 const struct rdps_model_ops rdps_kge_distmult_ops = {
@@ -85,7 +85,10 @@ const struct rdps_model_ops rdps_kge_distmult_ops = {
 	.score = distmult_score,
 	.scratch = distmult_scratch,
 	.step = distmult_step,
+	.query_dim = rdps_kge_ent_query,
 	.query_tmp = rdps_kge_no_tmp,
 	.query = distmult_eval_query,
 	.score_tile = distmult_tile,
+	.cand_ctx_size = rdps_kge_no_ctx,
+	.cand_rows = rdps_kge_copy_rows,
 };

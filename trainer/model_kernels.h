@@ -8,12 +8,12 @@
  * Every model is written in "query form": for a positive (h, r, t) whose
  * tail (resp. head) is corrupted, a query vector q = query(h, r) (resp.
  * query(t, r)) is built once, and the positive and all negatives of its chunk
- * are pair scores s(q, e) against entity rows e. Four pair forms cover the
- * models:
+ * are pair scores s(q, e) against entity rows e (TransR: projected rows).
+ * Four pair forms cover the models:
  *
- *   DOT  s = q . e                        DistMult, ComplEx, RESCAL
+ *   DOT  s = q . e                        DistMult, ComplEx, RESCAL, SimplE
  *   L2   s = gamma - ||q - e||_2          TransE_l2
- *   L1   s = gamma - ||q - e||_1          TransE_l1
+ *   L1   s = gamma - ||q - e||_1          TransE_l1, TransR
  *   ROT  s = gamma - sum_k |q_k - e_k|    RotatE (complex modulus)
  *
  * For DOT and L2 the chunk x N negative scores are one matrix product
@@ -21,7 +21,8 @@
  * square root as DGL-KE's batched_l2_dist), and the backward pass is two
  * more products (G E and G^T Q). L1 and ROT are pairwise kernels (RotatE's
  * own blocked kernels are in model_rotate.c). Positives use the same pair
- * forms, with DGL-KE's plain norm (no clamp).
+ * forms, with DGL-KE's plain norm (no clamp). SimplE clamps its DOT scores
+ * to [-20, 20] as DGL-KE does (no gradient outside).
  *
  * Speed: the hot functions are compiled twice (x86-64-v3 with AVX2 + FMA,
  * and the baseline) and picked at load time by ifunc (target_clones); the
@@ -301,6 +302,19 @@ RDPS_AI float finish_score(enum pair_form form, float gamma, float raw)
 	}
 }
 
+/* SimplE's clamp of a score to [-20, 20] (DGL-KE's th.clamp), and whether it
+ * let s through: torch's clamp has gradient 1 on [-20, 20] (bounds
+ * included) and 0 outside. */
+RDPS_AI float kge_clamp20(float s)
+{
+	return s < -20.0f ? -20.0f : s > 20.0f ? 20.0f : s;
+}
+
+RDPS_AI bool kge_in20(float s)
+{
+	return s >= -20.0f && s <= 20.0f;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Evaluation tile                                                           */
 /* ------------------------------------------------------------------------ */
@@ -308,8 +322,8 @@ RDPS_AI float finish_score(enum pair_form form, float gamma, float raw)
 #define TILE_PTRS 64
 
 /* out[a * nc + b] = score(q_a, c_b), rows of n floats: pair_matrix on tiles
- * of 64 x 64 row pointers. */
-RDPS_AI void kge_score_tile(enum pair_form form, float gamma, uint32_t n,
+ * of 64 x 64 row pointers. clamp: SimplE's [-20, 20]. */
+RDPS_AI void kge_score_tile(enum pair_form form, bool clamp, float gamma, uint32_t n,
 			    const float *q, uint32_t nq, const float *c, uint32_t nc,
 			    float *out)
 {
@@ -326,9 +340,10 @@ RDPS_AI void kge_score_tile(enum pair_form form, float gamma, uint32_t n,
 				cp[b] = c + (size_t)(b0 + b) * n;
 			pair_matrix(form, qp, na, cp, nb, n, o, nc);
 			for (uint32_t a = 0; a < na; a++)
-				for (uint32_t b = 0; b < nb; b++)
-					o[(size_t)a * nc + b] = finish_score(
-						form, gamma, o[(size_t)a * nc + b]);
+				for (uint32_t b = 0; b < nb; b++) {
+					float s = finish_score(form, gamma, o[(size_t)a * nc + b]);
+					o[(size_t)a * nc + b] = clamp ? kge_clamp20(s) : s;
+				}
 		}
 	}
 }
@@ -417,11 +432,11 @@ RDPS_AI void gemm_acc(const float *const *X, const float *alpha, float *const *Y
 }
 
 /*
- * Products with a relation matrix M (nr rows of nc floats: RESCAL's n x n)
- * for a group of g rows, all rows given by pointers. Each reads M (or its
- * gradient) once, in the order the hardware prefetcher follows or with
- * software prefetches of the next block of rows, since with many relations
- * M comes from L3 or memory.
+ * Products with a relation matrix M (nr rows of nc floats: RESCAL's n x n,
+ * TransR's E x R projection) for a group of g rows, all rows given by
+ * pointers. Each reads M (or its gradient) once, in the order the hardware
+ * prefetcher follows or with software prefetches of the next block of rows,
+ * since with many relations M comes from L3 or memory.
  */
 
 /* Y_i[k..k+15] += sum_x W_i[a0 + x] M[a0 + x][k..k+15], x < mr, i < g. */
@@ -805,8 +820,9 @@ RDPS_AI void kge_chunk_rows(const struct step_args *A, uint32_t i0, uint32_t C,
  * DOT, L2 and L1 forms: adds -logsigmoid of the positives to *pos_sum and
  * the weighted negative terms to *neg_sum, dL/dq to sc->gqp, dL/de to
  * sc->gxp and sc->gep. Then the family takes dL/dq through its query.
+ * clamp (DOT): SimplE's [-20, 20], no gradient outside.
  */
-RDPS_AI void kge_chunk_pairs(enum pair_form form, const struct step_args *A,
+RDPS_AI void kge_chunk_pairs(enum pair_form form, bool clamp, const struct step_args *A,
 			     uint32_t C, uint32_t n, double *pos_sum, double *neg_sum)
 {
 	const struct rdps_model *m = A->m;
@@ -817,11 +833,16 @@ RDPS_AI void kge_chunk_pairs(enum pair_form form, const struct step_args *A,
 	/* positives: p = s(q, y); dL/dp = -k * sigmoid(-p) */
 	for (uint32_t i = 0; i < C; i++) {
 		float o[4][2], p, ls, sg;
+		bool in = true;
 		pair_block(form, 1, 1, sc->qp + i, sc->xp + i, n, o);
 		p = finish_score(form, gamma, o[0][0]);
+		if (clamp) {
+			in = kge_in20(p);
+			p = kge_clamp20(p);
+		}
 		logsig(p, &ls, &sg);
 		*pos_sum -= ls;
-		sc->pos[i] = -k * sg;
+		sc->pos[i] = in ? -k * sg : 0.0f;
 		if (form == FORM_L2) {
 			/* ds/dq = -(q - y) / d; DGL-KE's norm: zero at d == 0 */
 			float d = sqrtf(o[0][0]);
@@ -875,6 +896,12 @@ RDPS_AI void kge_chunk_pairs(enum pair_form form, const struct step_args *A,
 					dist[j] = cl ? 0.0f : d;
 				}
 			}
+		} else if (clamp) {
+			/* raw scores in DIST, for the gradient's mask */
+			for (size_t x = 0; x < (size_t)C * N; x++) {
+				sc->DIST[x] = sc->S[x];
+				sc->S[x] = kge_clamp20(sc->S[x]);
+			}
 		}
 	} else {
 		pair_matrix(form, sc->qp, C, sc->ep, N, n, sc->S, N);
@@ -885,6 +912,10 @@ RDPS_AI void kge_chunk_pairs(enum pair_form form, const struct step_args *A,
 	/* loss rows: S becomes dL/ds */
 	for (uint32_t i = 0; i < C; i++)
 		*neg_sum += neg_row_loss(m, sc->S + (size_t)i * N, sc->wbuf, N, k);
+	if (clamp)
+		for (size_t x = 0; x < (size_t)C * N; x++)
+			if (!kge_in20(sc->DIST[x]))
+				sc->S[x] = 0.0f;
 
 	/* negative backward */
 	if (form == FORM_L2) {

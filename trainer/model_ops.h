@@ -25,6 +25,10 @@ struct rdps_model {
 	const struct rdps_model_ops *ops;  /* the family's table */
 	uint32_t ent_dim;                  /* floats per entity row */
 	uint32_t rel_dim;                  /* floats per relation row */
+	uint32_t rvec_dim;                 /* the relation vector: the first rvec_dim
+					    * floats of a relation row (TransR: R, its
+					    * projection follows; others: rel_dim) */
+	uint32_t qdim;                     /* floats of an evaluation query */
 	float emb_init;                    /* (gamma + 2) / hidden_dim */
 	float phase_scale;                 /* RotatE: pi / emb_init */
 	char name[16];                     /* canonical name */
@@ -38,7 +42,8 @@ struct step_scratch {
 	float *Q;           /* q_rows x q_width: query vectors */
 	float *GQ;          /* q_rows x q_width: dL/dq */
 	float *S;           /* chunk x N: scores, then dL/ds */
-	float *DIST;        /* chunk x N: L2 distances (0 where clamped) */
+	float *DIST;        /* chunk x N: L2 distances (0 where clamped), SimplE
+			     * raw scores */
 	float *rowc;        /* chunk: L2 row coefficients */
 	float *colc;        /* N: L2 column coefficients */
 	float *qn;          /* chunk: |q|^2 */
@@ -53,8 +58,8 @@ struct step_scratch {
 	float **gep;        /* N: negative gradient rows */
 	const float **xp;   /* chunk: positive rows (true entity) */
 	float **gxp;        /* chunk: their gradient rows */
-	/* grouped products with a relation matrix (RESCAL): up to `groups`
-	 * rows in relation order */
+	/* grouped products with a relation matrix (RESCAL, TransR): up to
+	 * `groups` rows in relation order */
 	const float **qx;   /* input rows of the products */
 	float **gqx;        /* their gradient rows */
 	float **qrow;       /* output rows (rows of Q) */
@@ -95,11 +100,12 @@ struct rdps_model_ops {
 	const char *name; /* canonical DGL-KE name */
 
 	/* Row widths for p->hidden_dim and p->double_ent / double_rel, as
-	 * DGL-KE lays out its tables. -EINVAL when the family cannot take
-	 * them (odd halves, -de without -dr where DGL-KE's shapes do not
+	 * DGL-KE lays out its tables, and the relation vector's width (TransR:
+	 * the part before the projection). -EINVAL when the family cannot
+	 * take them (odd halves, -de without -dr where DGL-KE's shapes do not
 	 * match). Widths are checked against 32 bits by the caller. */
 	int (*dims)(const struct rdps_model_params *p, uint64_t *ent_dim,
-		    uint64_t *rel_dim);
+		    uint64_t *rel_dim, uint64_t *rvec_dim);
 
 	/* DGL-KE's edge_func in double (rdps_model_score). */
 	double (*score)(const struct rdps_model *m, const float *h, const float *r,
@@ -116,11 +122,18 @@ struct rdps_model_ops {
 	void (*step)(const struct step_args *A, double *pos_sum, double *neg_sum);
 
 	/* Evaluation (kge_internal.h): the query form. */
+	uint32_t (*query_dim)(const struct rdps_model *m);
 	size_t (*query_tmp)(const struct rdps_model *m);
 	void (*query)(const struct rdps_model *m, int head_side, const float *x,
 		      const float *r, float *q, float *tmp);
 	void (*score_tile)(const struct rdps_model *m, const float *q, uint32_t nq,
 			   const float *c, uint32_t nc, float *out);
+	/* Candidates in query space: out (count x qdim) from entity rows,
+	 * given the relation row ctx (rdps_kge_cand_ctx_size). Families whose
+	 * candidates are scored as they are copy them (qdim == ent_dim). */
+	size_t (*cand_ctx_size)(const struct rdps_model *m);
+	void (*cand_rows)(const struct rdps_model *m, const float *ctx,
+			  const float *rows, uint32_t count, float *out);
 };
 
 extern const struct rdps_model_ops rdps_kge_transe_l1_ops;
@@ -129,14 +142,20 @@ extern const struct rdps_model_ops rdps_kge_distmult_ops;
 extern const struct rdps_model_ops rdps_kge_complex_ops;
 extern const struct rdps_model_ops rdps_kge_rotate_ops;
 extern const struct rdps_model_ops rdps_kge_rescal_ops;
+extern const struct rdps_model_ops rdps_kge_transr_ops;
+extern const struct rdps_model_ops rdps_kge_simple_ops;
 
 /* Defaults a family may point to (models.c). */
+uint32_t rdps_kge_ent_query(const struct rdps_model *m); /* ent_dim */
 size_t rdps_kge_no_tmp(const struct rdps_model *m);
+size_t rdps_kge_no_ctx(const struct rdps_model *m);
+void rdps_kge_copy_rows(const struct rdps_model *m, const float *ctx, const float *rows,
+			uint32_t count, float *out);
 
 /* Widths when entity and relation rows are one vector of the same size E
  * (hidden_dim, doubled by -de and -dr together); -EINVAL if only one of
  * the flags is given (DGL-KE's shapes would not match). */
 int rdps_kge_dims_same(const struct rdps_model_params *p, uint64_t *ent_dim,
-		       uint64_t *rel_dim);
+		       uint64_t *rel_dim, uint64_t *rvec_dim);
 
 #endif /* RDPS_TRAINER_MODEL_OPS_H */

@@ -34,13 +34,14 @@ static double rescal_score(const struct rdps_model *m, const float *h, const flo
 	return s;
 }
 
-static int rescal_dims(const struct rdps_model_params *p, uint64_t *ed, uint64_t *rd)
+static int rescal_dims(const struct rdps_model_params *p, uint64_t *ed, uint64_t *rd,
+		       uint64_t *rv)
 {
-	int ret = rdps_kge_dims_same(p, ed, rd);
+	int ret = rdps_kge_dims_same(p, ed, rd, rv);
 
 	if (ret)
 		return ret;
-	*rd = *ed * *ed;
+	*rd = *rv = *ed * *ed;
 	return 0;
 }
 
@@ -249,7 +250,7 @@ static void rescal_step(const struct step_args *A, double *pos_sum, double *neg_
 				sc->ep[j] = A->ent + (size_t)neg[j] * n;
 				sc->gep[j] = A->eg + (size_t)neg[j] * n;
 			}
-			kge_chunk_pairs(FORM_DOT, A, C, n, pos_sum, neg_sum);
+			kge_chunk_pairs(FORM_DOT, false, A, C, n, pos_sum, neg_sum);
 		}
 		rescal_groups(A, s0, S, hs, 1);
 	}
@@ -265,7 +266,7 @@ RDPS_KGE_CLONES
 static void rescal_tile(const struct rdps_model *m, const float *q, uint32_t nq,
 			const float *c, uint32_t nc, float *out)
 {
-	kge_score_tile(FORM_DOT, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
+	kge_score_tile(FORM_DOT, false, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
 }
 
 const struct rdps_model_ops rdps_kge_rescal_ops = {
@@ -275,7 +276,10 @@ const struct rdps_model_ops rdps_kge_rescal_ops = {
 	.score = rescal_score,
 	.scratch = rescal_scratch,
 	.step = rescal_step,
+	.query_dim = rdps_kge_ent_query,
 	.query_tmp = rdps_kge_no_tmp,
 	.query = rescal_eval_query,
 	.score_tile = rescal_tile,
+	.cand_ctx_size = rdps_kge_no_ctx,
+	.cand_rows = rdps_kge_copy_rows,
 };

@@ -19,12 +19,13 @@
 #include "rdps/common.h"
 #include "model_kernels.h"
 
-static int rotate_dims(const struct rdps_model_params *p, uint64_t *ed, uint64_t *rd)
+static int rotate_dims(const struct rdps_model_params *p, uint64_t *ed, uint64_t *rd,
+		       uint64_t *rv)
 {
 	if (p->double_rel)
 		return -EINVAL;
 	*ed = 2 * (uint64_t)p->hidden_dim;
-	*rd = p->hidden_dim;
+	*rd = *rv = p->hidden_dim;
 	return 0;
 }
 
@@ -326,7 +327,8 @@ static void rotate_step(const struct step_args *A, double *pos_sum, double *neg_
 		for (uint32_t i = 0; i < C; i++) {
 			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
 			rotate_query(n, hs, A->ent + (size_t)x * n,
-				     sc->cs + (size_t)b->rel[i0 + i] * 2 * rd, sc->Q + (size_t)i * n);
+				     sc->cs + (size_t)b->rel[i0 + i] * 2 * rd,
+				     sc->Q + (size_t)i * n);
 		}
 		/* positives: p = s(q, y); dL/dp = -k * sigmoid(-p); one (query,
 		 * positive) pair at a time through the negatives' backward, its
@@ -370,7 +372,7 @@ RDPS_KGE_CLONES
 static void rotate_tile(const struct rdps_model *m, const float *q, uint32_t nq,
 			const float *c, uint32_t nc, float *out)
 {
-	kge_score_tile(FORM_ROT, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
+	kge_score_tile(FORM_ROT, false, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
 }
 
 const struct rdps_model_ops rdps_kge_rotate_ops = {
@@ -380,7 +382,10 @@ const struct rdps_model_ops rdps_kge_rotate_ops = {
 	.score = rotate_score,
 	.scratch = rotate_scratch,
 	.step = rotate_step,
+	.query_dim = rdps_kge_ent_query,
 	.query_tmp = rotate_query_tmp,
 	.query = rotate_eval_query,
 	.score_tile = rotate_tile,
+	.cand_ctx_size = rdps_kge_no_ctx,
+	.cand_rows = rdps_kge_copy_rows,
 };

@@ -92,7 +92,7 @@ RDPS_AI void transe_step(enum pair_form form, const struct step_args *A, double 
 			transe_query(n, hs, A->ent + (size_t)x * n,
 				     A->rel + (size_t)b->rel[i0 + i] * rd, sc->Q + (size_t)i * n);
 		}
-		kge_chunk_pairs(form, A, C, n, pos_sum, neg_sum);
+		kge_chunk_pairs(form, false, A, C, n, pos_sum, neg_sum);
 		for (uint32_t i = 0; i < C; i++) {
 			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
 			transe_query_backward(n, hs, sc->gqp[i], A->eg + (size_t)x * n,
@@ -123,14 +123,14 @@ RDPS_KGE_CLONES
 static void transe_l1_tile(const struct rdps_model *m, const float *q, uint32_t nq,
 			   const float *c, uint32_t nc, float *out)
 {
-	kge_score_tile(FORM_L1, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
+	kge_score_tile(FORM_L1, false, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
 }
 
 RDPS_KGE_CLONES
 static void transe_l2_tile(const struct rdps_model *m, const float *q, uint32_t nq,
 			   const float *c, uint32_t nc, float *out)
 {
-	kge_score_tile(FORM_L2, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
+	kge_score_tile(FORM_L2, false, m->p.gamma, m->ent_dim, q, nq, c, nc, out);
 }
 
 const struct rdps_model_ops rdps_kge_transe_l1_ops = {
@@ -140,9 +140,12 @@ const struct rdps_model_ops rdps_kge_transe_l1_ops = {
 	.score = transe_l1_score,
 	.scratch = transe_l1_scratch,
 	.step = transe_l1_step,
+	.query_dim = rdps_kge_ent_query,
 	.query_tmp = rdps_kge_no_tmp,
 	.query = transe_eval_query,
 	.score_tile = transe_l1_tile,
+	.cand_ctx_size = rdps_kge_no_ctx,
+	.cand_rows = rdps_kge_copy_rows,
 };
 
 const struct rdps_model_ops rdps_kge_transe_l2_ops = {
@@ -152,7 +155,10 @@ const struct rdps_model_ops rdps_kge_transe_l2_ops = {
 	.score = transe_l2_score,
 	.scratch = transe_l2_scratch,
 	.step = transe_l2_step,
+	.query_dim = rdps_kge_ent_query,
 	.query_tmp = rdps_kge_no_tmp,
 	.query = transe_eval_query,
 	.score_tile = transe_l2_tile,
+	.cand_ctx_size = rdps_kge_no_ctx,
+	.cand_rows = rdps_kge_copy_rows,
 };

@@ -11,6 +11,8 @@
  *   model_complex.c   ComplEx
  *   model_rotate.c    RotatE
  *   model_rescal.c    RESCAL
+ *   model_transr.c    TransR
+ *   model_simple.c    SimplE
  *
  * The loss of the negatives (log-sigmoid with DGL-KE's -adv weights) and
  * the pair kernels are inline in model_kernels.h, so each family's step
@@ -34,6 +36,8 @@ static const struct rdps_model_ops *const model_ops[] = {
 	[RDPS_MODEL_COMPLEX] = &rdps_kge_complex_ops,
 	[RDPS_MODEL_ROTATE] = &rdps_kge_rotate_ops,
 	[RDPS_MODEL_RESCAL] = &rdps_kge_rescal_ops,
+	[RDPS_MODEL_TRANSR] = &rdps_kge_transr_ops,
+	[RDPS_MODEL_SIMPLE] = &rdps_kge_simple_ops,
 };
 
 static const struct {
@@ -47,11 +51,14 @@ static const struct {
 	{ "ComplEx", RDPS_MODEL_COMPLEX },
 	{ "RotatE", RDPS_MODEL_ROTATE },
 	{ "RESCAL", RDPS_MODEL_RESCAL },
+	{ "TransR", RDPS_MODEL_TRANSR },
+	{ "SimplE", RDPS_MODEL_SIMPLE },
 };
 
 const char *rdps_model_names(void)
 {
-	return "TransE_l1, TransE_l2 (alias TransE), DistMult, ComplEx, RotatE, RESCAL";
+	return "TransE_l1, TransE_l2 (alias TransE), DistMult, ComplEx, RotatE, RESCAL, "
+	       "TransR, SimplE";
 }
 
 int rdps_model_lookup(const char *name, enum rdps_model_kind *kind)
@@ -70,10 +77,10 @@ int rdps_model_lookup(const char *name, enum rdps_model_kind *kind)
 
 /* Widths of p's model, checked against 32 bits. */
 static int model_dims(const struct rdps_model_params *p, const struct rdps_model_ops **ops,
-		      uint32_t *ed, uint32_t *rd)
+		      uint32_t *ed, uint32_t *rd, uint32_t *rv)
 {
 	enum rdps_model_kind kind;
-	uint64_t e, r;
+	uint64_t e, r, v;
 	int ret;
 
 	if (!p)
@@ -83,7 +90,7 @@ static int model_dims(const struct rdps_model_params *p, const struct rdps_model
 		return ret;
 	if (p->hidden_dim == 0)
 		return -EINVAL;
-	ret = model_ops[kind]->dims(p, &e, &r);
+	ret = model_ops[kind]->dims(p, &e, &r, &v);
 	if (ret)
 		return ret;
 	if (e > UINT32_MAX / 2 || r > UINT32_MAX / 2)
@@ -94,13 +101,15 @@ static int model_dims(const struct rdps_model_params *p, const struct rdps_model
 		*ed = (uint32_t)e;
 	if (rd)
 		*rd = (uint32_t)r;
+	if (rv)
+		*rv = (uint32_t)v;
 	return 0;
 }
 
 int rdps_model_params_dims(const struct rdps_model_params *p, uint32_t *entity_dim,
 			   uint32_t *relation_dim)
 {
-	return model_dims(p, NULL, entity_dim, relation_dim);
+	return model_dims(p, NULL, entity_dim, relation_dim, NULL);
 }
 
 int rdps_model_dims(const char *name, uint32_t hidden_dim,
@@ -115,13 +124,13 @@ int rdps_model_dims(const char *name, uint32_t hidden_dim,
 }
 
 int rdps_kge_dims_same(const struct rdps_model_params *p, uint64_t *ent_dim,
-		       uint64_t *rel_dim)
+		       uint64_t *rel_dim, uint64_t *rvec_dim)
 {
 	uint64_t E = (p->double_ent ? 2 : 1) * (uint64_t)p->hidden_dim;
 
 	if (p->double_ent != p->double_rel || E > UINT32_MAX / 2)
 		return -EINVAL;
-	*ent_dim = *rel_dim = E;
+	*ent_dim = *rel_dim = *rvec_dim = E;
 	return 0;
 }
 
@@ -143,13 +152,13 @@ int rdps_model_create(struct rdps_model **out, const struct rdps_model_params *p
 {
 	const struct rdps_model_ops *ops;
 	struct rdps_model *m;
-	uint32_t ed, rd;
+	uint32_t ed, rd, rv;
 	int ret;
 
 	if (!out || !p)
 		return -EINVAL;
 	*out = NULL;
-	ret = model_dims(p, &ops, &ed, &rd);
+	ret = model_dims(p, &ops, &ed, &rd, &rv);
 	if (ret)
 		return ret;
 	if (!isfinite(p->gamma) || !isfinite(p->adv_temp) ||
@@ -165,6 +174,8 @@ int rdps_model_create(struct rdps_model **out, const struct rdps_model_params *p
 	m->p.name = m->name;
 	m->ent_dim = ed;
 	m->rel_dim = rd;
+	m->rvec_dim = rv;
+	m->qdim = ops->query_dim(m);
 	m->emb_init = (p->gamma + 2.0f) / (float)p->hidden_dim;
 	m->phase_scale = (float)M_PI / m->emb_init;
 	*out = m;
@@ -206,6 +217,24 @@ float rdps_model_emb_init(const struct rdps_model *m)
 	return m->emb_init;
 }
 
+unsigned rdps_model_relation_parts(const struct rdps_model *m,
+				   struct rdps_model_rel_part *parts)
+{
+	parts[0] = (struct rdps_model_rel_part){ .suffix = "_relation", .offset = 0,
+						 .width = m->rvec_dim,
+						 .init_range = m->emb_init,
+						 .regularized = true };
+	if (m->rvec_dim == m->rel_dim)
+		return 1;
+	/* TransR: DGL-KE's projection_emb, saved by TransRScore.save() as
+	 * <dataset>_TransRprojection.npy and initialised by init(1.0) */
+	parts[1] = (struct rdps_model_rel_part){ .suffix = "projection",
+						 .offset = m->rvec_dim,
+						 .width = m->rel_dim - m->rvec_dim,
+						 .init_range = 1.0f, .regularized = false };
+	return 2;
+}
+
 double rdps_model_score(const struct rdps_model *m, const float *h,
 			const float *r, const float *t)
 {
@@ -216,14 +245,35 @@ double rdps_model_score(const struct rdps_model *m, const float *h,
 /* Defaults for the families' tables                                         */
 /* ------------------------------------------------------------------------ */
 
+uint32_t rdps_kge_ent_query(const struct rdps_model *m)
+{
+	return m->ent_dim;
+}
+
 size_t rdps_kge_no_tmp(const struct rdps_model *m)
 {
 	return 0;
 }
 
+size_t rdps_kge_no_ctx(const struct rdps_model *m)
+{
+	return 0;
+}
+
+void rdps_kge_copy_rows(const struct rdps_model *m, const float *ctx, const float *rows,
+			uint32_t count, float *out)
+{
+	memcpy(out, rows, (size_t)count * m->ent_dim * sizeof(float));
+}
+
 /* ------------------------------------------------------------------------ */
 /* Evaluation (internal API)                                                 */
 /* ------------------------------------------------------------------------ */
+
+uint32_t rdps_kge_query_dim(const struct rdps_model *m)
+{
+	return m->qdim;
+}
 
 size_t rdps_kge_query_tmp(const struct rdps_model *m)
 {
@@ -240,6 +290,17 @@ void rdps_kge_score_tile(const struct rdps_model *m, const float *q,
 			 uint32_t nq, const float *c, uint32_t nc, float *out)
 {
 	m->ops->score_tile(m, q, nq, c, nc, out);
+}
+
+size_t rdps_kge_cand_ctx_size(const struct rdps_model *m)
+{
+	return m->ops->cand_ctx_size(m);
+}
+
+void rdps_kge_cand_rows(const struct rdps_model *m, const float *ctx, const float *rows,
+			uint32_t count, float *out)
+{
+	m->ops->cand_rows(m, ctx, rows, count, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -294,7 +355,8 @@ RDPS_AI double reg_row(const float *restrict x, float *restrict g, uint32_t n,
 }
 
 /* Adds DGL-KE's regularization term of the batch (rdps_model_step's reg)
- * to the gradients and returns it. */
+ * to the gradients and returns it. Relations count their vector only
+ * (TransR: not the projection, as DGL-KE's norm(relation_emb)). */
 RDPS_KGE_CLONES
 static double regularize(const struct step_args *A)
 {
@@ -328,7 +390,7 @@ static double regularize(const struct step_args *A)
 		if (sc->rel_w[r])
 			reg += reg_row(A->rel + (size_t)r * m->rel_dim,
 				       A->rg + (size_t)r * m->rel_dim,
-				       m->rel_dim, m->p.reg_coef,
+				       m->rvec_dim, m->p.reg_coef,
 				       m->p.reg_norm, (float)sc->rel_w[r]);
 	return reg;
 }
