@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal interface between the KGE model kernels (models.c) and the
- * evaluator (eval.c). Not installed, not part of the public API.
+ * Internal interface between the KGE models (models.c and the families'
+ * model_*.c, through their ops tables) and the evaluator (eval.c). Not
+ * installed, not part of the public API.
  */
 #ifndef RDPS_TRAINER_KGE_INTERNAL_H
 #define RDPS_TRAINER_KGE_INTERNAL_H
