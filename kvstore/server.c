@@ -471,11 +471,12 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		struct rdps_shard_params sp = {
 			.name = tc->name, .table_id = t, .dim = tc->dim,
 			.num_rows = tc->num_rows, .init = tc->init,
-			.init_range = tc->init_range, .seed = cfg->seed,
+			.init_range = tc->init_range, .seed = cfg->seed, .num_parts = tc->num_parts,
 			.optimizer = tc->optimizer, .lr = tc->lr, .eps = cfg->eps,
 		};
 		struct rdps_shard_info info;
 
+		memcpy(sp.parts, tc->parts, sizeof(sp.parts));
 		if (!off) {
 			rdps_book_even(tc->num_rows, s->num_servers, even);
 			off = even;

@@ -26,7 +26,9 @@ struct rdps_shard {
 	char *base;            /* page-aligned rows */
 	int optimizer;
 	float lr, eps;
-	float *state;          /* Adagrad: 1 float per row, or dim floats per row */
+	float *state;          /* Adagrad: a float per row part, or dim floats per row */
+	uint32_t nparts;       /* row parts (1: the whole row) */
+	uint32_t part_end[RDPS_ROW_PARTS_MAX]; /* first column after each part */
 	/* Scratch for rdps_shard_apply; grows to the largest push, then stays. */
 	struct id_slot *slots;
 	size_t slots_cap;
@@ -44,17 +46,23 @@ static uint64_t splitmix64(uint64_t *x)
 
 /* Row values depend on (seed, table, global id) only, so any partitioning
  * and any transport give the same initial model. */
-static void init_row(float *row, uint32_t dim, uint64_t seed, uint32_t table,
-		     uint64_t id, float r)
+static void init_row(float *row, const struct rdps_shard_params *p, uint32_t nparts,
+		     uint64_t id)
 {
-	uint64_t st = seed ^ (0xd1b54a32d192ed03ull * (table + 1));
+	uint64_t st = p->seed ^ (0xd1b54a32d192ed03ull * (p->table_id + 1));
+	uint32_t j = 0;
 
 	st ^= splitmix64(&st) + id * 0x2545f4914f6cdd1dull;
-	for (uint32_t j = 0; j < dim; j++) {
-		/* 24 random bits -> [0, 1) exactly representable in float */
-		float u = (float)(splitmix64(&st) >> 40) * (1.0f / 16777216.0f);
+	for (uint32_t k = 0; k < nparts; k++) {
+		uint32_t end = nparts == 1 ? p->dim : j + p->parts[k].cols;
+		float r = nparts == 1 ? p->init_range : p->parts[k].init_range;
 
-		row[j] = r * (2.0f * u - 1.0f);
+		for (; j < end; j++) {
+			/* 24 random bits -> [0, 1) exactly representable in float */
+			float u = (float)(splitmix64(&st) >> 40) * (1.0f / 16777216.0f);
+
+			row[j] = r * (2.0f * u - 1.0f);
+		}
 	}
 }
 
@@ -105,8 +113,17 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 	    p->dim == 0 || p->dim > RDPS_MAX_DIM || p->lo > p->hi ||
 	    p->hi > p->num_rows || p->optimizer < RDPS_OPT_SGD ||
 	    p->optimizer > RDPS_OPT_ADAGRAD || !(p->lr >= 0.0f) ||
-	    (p->init != RDPS_INIT_UNIFORM && p->init != RDPS_INIT_ZEROS))
+	    (p->init != RDPS_INIT_UNIFORM && p->init != RDPS_INIT_ZEROS) ||
+	    p->num_parts > RDPS_ROW_PARTS_MAX)
 		return -EINVAL;
+	if (p->num_parts > 1) {
+		uint64_t cols = 0;
+
+		for (uint32_t k = 0; k < p->num_parts; k++)
+			cols += p->parts[k].cols ? p->parts[k].cols : UINT32_MAX;
+		if (cols != p->dim)
+			return -EINVAL;
+	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -120,6 +137,11 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 	s->optimizer = p->optimizer;
 	s->lr = p->lr;
 	s->eps = p->eps > 0 ? p->eps : 1e-10f;
+	s->nparts = p->num_parts > 1 ? p->num_parts : 1;
+	for (uint32_t k = 0, end = 0; k < s->nparts; k++) {
+		end += s->nparts == 1 ? p->dim : p->parts[k].cols;
+		s->part_end[k] = end;
+	}
 	nrows = (size_t)(p->hi - p->lo);
 	/* Keep at least one page so an empty shard still has a region. */
 	s->len = nrows ? RDPS_ALIGN_UP(nrows * s->stride, page) : page;
@@ -131,13 +153,12 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 	memset(s->base, 0, s->len);
 	for (size_t i = 0; i < nrows; i++) {
 		if (p->init == RDPS_INIT_UNIFORM)
-			init_row(row_data(row_ptr(s, i)), s->dim, p->seed,
-				 p->table_id, p->lo + i, p->init_range);
+			init_row(row_data(row_ptr(s, i)), p, s->nparts, p->lo + i);
 		/* Version 0 is sealed too: readers may come before any push. */
 		row_seal(row_ptr(s, i), row_data(row_ptr(s, i)), s->dim, 0);
 	}
 	if (s->optimizer == RDPS_OPT_ADAGRAD_ROW)
-		state_len = nrows;
+		state_len = nrows * s->nparts;
 	else if (s->optimizer == RDPS_OPT_ADAGRAD)
 		state_len = nrows * s->dim;
 	if (state_len) {
@@ -251,14 +272,21 @@ static inline void update_row(struct rdps_shard *s, uint64_t local,
 		for (uint32_t j = 0; j < dim; j++)
 			w[j] -= lr * g[j];
 	} else if (opt == RDPS_OPT_ADAGRAD_ROW) {
-		float sq = 0.0f, stdv;
+		float *st = s->state + local * s->nparts;
 
-		for (uint32_t j = 0; j < dim; j++)
-			sq += g[j] * g[j];
-		s->state[local] += sq / (float)dim;
-		stdv = sqrtf(s->state[local]) + eps;
-		for (uint32_t j = 0; j < dim; j++)
-			w[j] -= lr * g[j] / stdv;
+		/* DGL-KE: one state per row of each array (part). */
+		for (uint32_t k = 0, j0 = 0; k < s->nparts; k++) {
+			uint32_t end = s->part_end[k];
+			float sq = 0.0f, stdv;
+
+			for (uint32_t j = j0; j < end; j++)
+				sq += g[j] * g[j];
+			st[k] += sq / (float)(end - j0);
+			stdv = sqrtf(st[k]) + eps;
+			for (uint32_t j = j0; j < end; j++)
+				w[j] -= lr * g[j] / stdv;
+			j0 = end;
+		}
 	} else {
 		float *restrict st = s->state + local * dim;
 
@@ -330,7 +358,7 @@ uint64_t rdps_shard_state_floats(const struct rdps_shard *s)
 	uint64_t rows = s->hi - s->lo;
 
 	if (s->optimizer == RDPS_OPT_ADAGRAD_ROW)
-		return rows;
+		return rows * s->nparts;
 	if (s->optimizer == RDPS_OPT_ADAGRAD)
 		return rows * s->dim;
 	return 0;

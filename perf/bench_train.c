@@ -79,7 +79,8 @@ static void usage(FILE *f)
 "  --log_interval N       (default 100)\n"
 "  --num_thread N         standalone threads (default 2)\n"
 "  --curve-steps LIST     (default 500,1000,2000)\n"
-"  --kernel-models LIST   (default all: TransE_l1,TransE_l2,DistMult,ComplEx,RotatE,RESCAL)\n"
+"  --kernel-models LIST   (default all: TransE_l1,TransE_l2,DistMult,ComplEx,RotatE,RESCAL,\n"
+"                         TransR,SimplE)\n"
 "  --kernel-dim N, --kernel-neg N, --kernel-batch N   (default 400, 200, 1024)\n"
 "  --kernel-seconds S     per model (default 2)\n"
 "  --port N               distributed servers' base port (default: from the pid)\n"
@@ -512,7 +513,7 @@ int rdps_bench_train(int argc, char **argv)
 		.batch = 1024, .neg = 256, .max_step = 1000, .log_interval = 100, .threads = 2,
 		.gamma = 12, .lr = 0.1, .ph_kernel = true, .ph_standalone = true,
 		.ph_distributed = true, .curve_steps = { 500, 1000, 2000 }, .ncurve = 3,
-		.kernel_models = "TransE_l1,TransE_l2,DistMult,ComplEx,RotatE,RESCAL",
+		.kernel_models = "TransE_l1,TransE_l2,DistMult,ComplEx,RotatE,RESCAL,TransR,SimplE",
 		.kernel_dim = 400, .kernel_neg = 200, .kernel_batch = 1024, .kernel_seconds = 2,
 		.synth_entities = 20000, .synth_triples = 400000,
 	};

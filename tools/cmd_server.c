@@ -47,7 +47,9 @@ static void server_usage(FILE *f)
 "                         servers (or, with one server per part, server i holds part i)\n"
 "  --model_name NAME      model the tables are for (row widths; default TransE_l2)\n"
 "  --hidden_dim N         its hidden_dim (default 400); rows start in [-r, r] with\n"
-"                         r = (gamma + 2) / hidden_dim\n"
+"                         r = (gamma + 2) / hidden_dim (TransR's projection: [-1, 1])\n"
+"  --double_ent, --double_rel   DGL-KE's -de / -dr: rows of 2 x hidden_dim (give the\n"
+"                         trainers' flags; rdps launch passes them on)\n"
 "\n"
 "options:\n"
 "  --transport NAME       auto (default), tcp, inproc (%s)\n"
@@ -125,32 +127,52 @@ static int parse_float(const char *s, float *out)
 }
 
 /* Tables 'entity' and 'relation' for a partition: machine i holds part i. */
-static int partition_tables(const char *pdir, const char *model, uint32_t hidden_dim,
+/* The relation table's row parts as the model keeps them (TransR: the
+ * vector and the projection, each with its own start range and Adagrad
+ * state). */
+static void relation_parts(const struct rdps_model *m, struct rdps_server_table_config *tc)
+{
+	struct rdps_model_rel_part parts[RDPS_MODEL_REL_PARTS_MAX];
+	unsigned n = rdps_model_relation_parts(m, parts);
+
+	tc->num_parts = n > 1 ? n : 0;
+	for (unsigned k = 0; n > 1 && k < n && k < RDPS_ROW_PARTS_MAX; k++)
+		tc->parts[k] = (struct rdps_row_part){ parts[k].width, parts[k].init_range };
+}
+
+static int partition_tables(const char *pdir, const struct rdps_model_params *mp,
 			    const struct rdps_ipconfig *ipc, struct rdps_server_config *cfg,
 			    uint64_t **ent_off)
 {
 	const struct rdps_partition_info *pi;
 	struct rdps_partition *p;
+	struct rdps_model *m;
 	uint32_t edim, rdim, S = ipc->num_servers;
 	uint64_t *off;
 	char err[512];
 	int ret;
 
-	ret = rdps_model_dims(model, hidden_dim, &edim, &rdim);
+	ret = rdps_model_create(&m, mp);
 	if (ret) {
-		fprintf(stderr, "rdps server: unknown --model_name '%s' or bad --hidden_dim %u (models: %s)\n",
-			model, hidden_dim, rdps_model_names());
+		fprintf(stderr, "rdps server: unknown --model_name '%s', or --hidden_dim %u%s%s it "
+			"cannot take (models: %s)\n", mp->name, mp->hidden_dim,
+			mp->double_ent ? " with --double_ent" : "",
+			mp->double_rel ? " with --double_rel" : "", rdps_model_names());
 		return ret;
 	}
+	edim = rdps_model_entity_dim(m);
+	rdim = rdps_model_relation_dim(m);
 	ret = rdps_partition_open(pdir, &p, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "rdps server: %s\n", err);
+		rdps_model_destroy(m);
 		return ret;
 	}
 	pi = rdps_partition_get_info(p);
 	off = calloc(S + 1, sizeof(uint64_t));
 	if (!off) {
 		rdps_partition_close(p);
+		rdps_model_destroy(m);
 		return -ENOMEM;
 	}
 	if (S == pi->k) {
@@ -158,11 +180,11 @@ static int partition_tables(const char *pdir, const char *model, uint32_t hidden
 	} else if (ipc->num_machines == pi->k) {
 		for (uint32_t s = 0; s < S; s++) {
 			const struct rdps_endpoint *ep = &ipc->servers[s];
-			uint32_t m = ep->machine, per = 0;
-			uint64_t lo = pi->ranges[m], n = pi->ranges[m + 1] - lo;
+			uint32_t mach = ep->machine, per = 0;
+			uint64_t lo = pi->ranges[mach], n = pi->ranges[mach + 1] - lo;
 
 			for (uint32_t q = 0; q < S; q++)
-				per += ipc->servers[q].machine == m;
+				per += ipc->servers[q].machine == mach;
 			off[s] = lo + n * ep->local_index / per;
 		}
 		off[S] = pi->ranges[pi->k];
@@ -173,6 +195,7 @@ static int partition_tables(const char *pdir, const char *model, uint32_t hidden
 			pdir, pi->k, ipc->num_machines, S);
 		free(off);
 		rdps_partition_close(p);
+		rdps_model_destroy(m);
 		return -EINVAL;
 	}
 	cfg->num_tables = 2;
@@ -184,6 +207,8 @@ static int partition_tables(const char *pdir, const char *model, uint32_t hidden
 	snprintf(cfg->tables[1].name, sizeof(cfg->tables[1].name), "relation");
 	cfg->tables[1].num_rows = pi->num_relations;
 	cfg->tables[1].dim = rdim;
+	relation_parts(m, &cfg->tables[1]);
+	rdps_model_destroy(m);
 	*ent_off = off;
 	rdps_partition_close(p);
 	return 0;
@@ -214,6 +239,8 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "max-reply-buffer", required_argument, NULL, 'B' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
+		{ "double_ent", no_argument, NULL, 'E' },
+		{ "double_rel", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -222,6 +249,7 @@ int rdps_cmd_server(int argc, char **argv)
 	const char *ip_config = NULL, *transport = "auto";
 	int optimizer = RDPS_OPT_ADAGRAD_ROW, init = RDPS_INIT_UNIFORM, opt, ret;
 	float lr = 0.1f, gamma = 12.0f;
+	bool double_ent = false, double_rel = false;
 	long server_id = -1;
 	bool quiet = false;
 	const char *pdir = NULL, *model = "TransE_l2", *secret_file = NULL;
@@ -370,6 +398,12 @@ int rdps_cmd_server(int argc, char **argv)
 			cfg.max_reply_buffer = (size_t)(mb << 20);
 			break;
 		}
+		case 'E':
+			double_ent = true;
+			break;
+		case 'F':
+			double_rel = true;
+			break;
 		case 'D':
 			hidden_dim = strtoul(optarg, &end, 10);
 			if (*end || !hidden_dim || hidden_dim > RDPS_MAX_DIM) {
@@ -425,7 +459,15 @@ int rdps_cmd_server(int argc, char **argv)
 		cfg.transport = ops->name;
 	}
 	if (pdir) {
-		ret = partition_tables(pdir, model, (uint32_t)hidden_dim, &ipc, &cfg, &ent_off);
+		struct rdps_model_params mp;
+
+		rdps_model_params_init(&mp);
+		mp.name = model;
+		mp.hidden_dim = (uint32_t)hidden_dim;
+		mp.gamma = gamma;
+		mp.double_ent = double_ent;
+		mp.double_rel = double_rel;
+		ret = partition_tables(pdir, &mp, &ipc, &cfg, &ent_off);
 		if (ret) {
 			rdps_ipconfig_free(&ipc);
 			return 1;

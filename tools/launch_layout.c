@@ -317,6 +317,9 @@ static const char *const shared_opts[] = { "partition", "model_name", "hidden_di
 					   "lr", "optimizer", "transport", "seed" };
 static const char *const shared_flags[] = { "--partition", "--model_name", "--hidden_dim", "--gamma",
 					    "--lr", "--optimizer", "--transport", "--seed" };
+/* ... and switches that shape the tables (DGL-KE's short forms too). */
+static const char *const shared_switches[][3] = { { "de", "double_ent", "--double_ent" },
+						  { "dr", "double_rel", "--double_rel" } };
 
 char **rdps_launch_role_argv(const struct rdps_launch_job *job, const struct rdps_launch_role *role)
 {
@@ -342,6 +345,10 @@ char **rdps_launch_role_argv(const struct rdps_launch_job *job, const struct rdp
 
 			if (!(name = opt_name(job->train_args[i], &len, &v)))
 				continue;
+			for (size_t s = 0; s < sizeof(shared_switches) / sizeof(shared_switches[0]); s++)
+				if (opt_is(name, len, shared_switches[s][0]) ||
+				    opt_is(name, len, shared_switches[s][1]))
+					argv[k++] = (char *)shared_switches[s][2];
 			for (size_t s = 0; s < sizeof(shared_opts) / sizeof(shared_opts[0]); s++) {
 				if (!opt_is(name, len, shared_opts[s]))
 					continue;

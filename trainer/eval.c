@@ -239,6 +239,12 @@ static uint32_t key_index_get(const struct key_index *ki, uint64_t key)
 /* Evaluator                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* Candidate rows per macro block (kept in cache while a thread's queries
+ * pass), queries per tile, candidates per tile. */
+#define EVAL_CAND_BLOCK 2048u
+#define EVAL_QTILE 16u
+#define EVAL_CTILE 64u
+
 struct rdps_eval {
 	const struct rdps_model *m;
 	struct rdps_triple *test;  /* n_test copied triples */
@@ -249,7 +255,8 @@ struct rdps_eval {
 	unsigned sides;
 	size_t nq;                 /* queries */
 	uint32_t dim;              /* entity_dim */
-	float *q;                  /* nq x dim query vectors */
+	uint32_t qdim;             /* floats of a query (rdps_kge_query_dim) */
+	float *q;                  /* nq x qdim query vectors, in rank order */
 	float *pos;                /* nq true-entity scores */
 	uint32_t *gt;              /* nq: candidates scoring higher */
 	uint32_t *eq;              /* nq: candidates scoring equal */
@@ -258,6 +265,16 @@ struct rdps_eval {
 	size_t *cur;               /* nq: skip cursors during a call */
 	uint64_t rel_bound;        /* 1 + largest test relation id, 0 if none */
 	bool rows_set;             /* set_rows() done */
+	/* Models whose candidates depend on the relation (TransR): queries are
+	 * ranked in relation order, a block of candidates is brought into
+	 * query space once per relation (rdps_kge_cand_rows). */
+	size_t ctx_size;           /* rdps_kge_cand_ctx_size; 0: none of this */
+	uint32_t *order;           /* nq: query of each rank, by relation */
+	uint32_t *slot;            /* nq: relation slot of each rank */
+	uint32_t *slot_test;       /* n_slots: a test triple of the relation */
+	uint32_t n_slots;          /* distinct test relations */
+	float *ctx;                /* n_slots x ctx_size, from set_rows() */
+	float *cand;               /* threads x EVAL_CAND_BLOCK x qdim */
 };
 
 /* Query q -> (head side?, test index). */
@@ -271,6 +288,12 @@ static inline void query_of(const struct rdps_eval *ev, size_t q, int *head_side
 		*head_side = 1;
 		*i = (ev->sides & RDPS_EVAL_TAIL) ? q - ev->n_test : q;
 	}
+}
+
+/* Query ranked k-th (queries are ranked in id order but with ctx_size). */
+static inline size_t query_at(const struct rdps_eval *ev, size_t k)
+{
+	return ev->order ? ev->order[k] : k;
 }
 
 static uint32_t query_truth(const struct rdps_eval *ev, size_t q)
@@ -364,10 +387,62 @@ err_free_index:
 	return ret;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* For models with candidate contexts: the rank order by relation (then
+ * query id), the slots of the distinct relations and the buffers. */
+static int build_relation_order(struct rdps_eval *ev)
+{
+	uint64_t *key;
+
+	ev->ctx_size = rdps_kge_cand_ctx_size(ev->m);
+	if (!ev->ctx_size || !ev->nq)
+		return 0;
+	key = malloc(ev->nq * sizeof(*key));
+	ev->order = malloc(ev->nq * sizeof(*ev->order));
+	ev->slot = malloc(ev->nq * sizeof(*ev->slot));
+	ev->slot_test = malloc(ev->nq * sizeof(*ev->slot_test));
+	/* a block per worker of add_candidates (at most 64) */
+	ev->cand = malloc((size_t)(ev->threads < 64 ? ev->threads : 64) * EVAL_CAND_BLOCK *
+			  ev->qdim * sizeof(float));
+	if (!key || !ev->order || !ev->slot || !ev->slot_test || !ev->cand) {
+		free(key);
+		return -ENOMEM;
+	}
+	for (size_t q = 0; q < ev->nq; q++) {
+		int hs;
+		size_t i;
+		query_of(ev, q, &hs, &i);
+		key[q] = (uint64_t)ev->test[i].r << 32 | q;
+	}
+	qsort(key, ev->nq, sizeof(*key), cmp_u64);
+	for (size_t k = 0; k < ev->nq; k++) {
+		int hs;
+		size_t i;
+		ev->order[k] = (uint32_t)key[k];
+		query_of(ev, ev->order[k], &hs, &i);
+		if (k == 0 || key[k] >> 32 != key[k - 1] >> 32)
+			ev->slot_test[ev->n_slots++] = (uint32_t)i;
+		ev->slot[k] = ev->n_slots - 1;
+	}
+	free(key);
+	ev->ctx = malloc((size_t)ev->n_slots * ev->ctx_size * sizeof(float));
+	return ev->ctx ? 0 : -ENOMEM;
+}
+
 void rdps_eval_destroy(struct rdps_eval *ev)
 {
 	if (!ev)
 		return;
+	free(ev->cand);
+	free(ev->ctx);
+	free(ev->slot_test);
+	free(ev->slot);
+	free(ev->order);
 	free(ev->cur);
 	free(ev->ex);
 	free(ev->ex_off);
@@ -409,12 +484,13 @@ int rdps_eval_create(struct rdps_eval **out, const struct rdps_eval_params *p)
 	ev->sides = sides;
 	ev->nq = p->n_test * (sides == RDPS_EVAL_BOTH ? 2 : 1);
 	ev->dim = rdps_model_entity_dim(p->model);
+	ev->qdim = rdps_kge_query_dim(p->model);
 	ret = -EINVAL;
 	if (ev->nq >= UINT32_MAX)
 		goto err_destroy;
 	ret = -ENOMEM;
 	ev->test = malloc((p->n_test ? p->n_test : 1) * sizeof(*ev->test));
-	ev->q = malloc((ev->nq ? ev->nq : 1) * ev->dim * sizeof(float));
+	ev->q = malloc((ev->nq ? ev->nq : 1) * ev->qdim * sizeof(float));
 	ev->pos = malloc((ev->nq ? ev->nq : 1) * sizeof(float));
 	ev->gt = calloc(ev->nq ? ev->nq : 1, sizeof(uint32_t));
 	ev->eq = calloc(ev->nq ? ev->nq : 1, sizeof(uint32_t));
@@ -424,6 +500,8 @@ int rdps_eval_create(struct rdps_eval **out, const struct rdps_eval_params *p)
 	if (p->n_test)
 		memcpy(ev->test, p->test, p->n_test * sizeof(*ev->test));
 	ret = build_skip_lists(ev, p->filter);
+	if (!ret)
+		ret = build_relation_order(ev);
 	if (ret)
 		goto err_destroy;
 	*out = ev;
@@ -447,19 +525,28 @@ int rdps_eval_set_rows(struct rdps_eval *ev, const float *head_rows,
 	if (!ev || (ev->n_test && (!head_rows || !rel_rows || !tail_rows)))
 		return -EINVAL;
 	rd = rdps_model_relation_dim(ev->m);
-	tmp = malloc((rdps_kge_query_tmp(ev->m) + 1) * sizeof(float));
+	tmp = malloc((rdps_kge_query_tmp(ev->m) + ev->qdim + 1) * sizeof(float));
 	if (!tmp)
 		return -ENOMEM;
-	for (size_t q = 0; q < ev->nq; q++) {
+	for (uint32_t s = 0; s < ev->n_slots; s++)
+		memcpy(ev->ctx + (size_t)s * ev->ctx_size, rel_rows + (size_t)ev->slot_test[s] * rd,
+		       ev->ctx_size * sizeof(float));
+	for (size_t k = 0; k < ev->nq; k++) {
 		int hs;
-		size_t i;
+		size_t i, q = query_at(ev, k);
 		const float *x, *y;
-		float *qv = ev->q + q * ev->dim;
+		float *qv = ev->q + k * ev->qdim;
 
 		query_of(ev, q, &hs, &i);
 		x = (hs ? tail_rows : head_rows) + i * ev->dim;
 		y = (hs ? head_rows : tail_rows) + i * ev->dim;
 		rdps_kge_query(ev->m, hs, x, rel_rows + i * rd, qv, tmp);
+		if (ev->ctx_size) {
+			float *yq = tmp + rdps_kge_query_tmp(ev->m);
+			rdps_kge_cand_rows(ev->m, ev->ctx + (size_t)ev->slot[k] * ev->ctx_size,
+					   y, 1, yq);
+			y = yq;
+		}
 		/* the true entity through the candidates' own kernel */
 		rdps_kge_score_tile(ev->m, qv, 1, y, 1, &ev->pos[q]);
 	}
@@ -470,19 +557,35 @@ int rdps_eval_set_rows(struct rdps_eval *ev, const float *head_rows,
 	return 0;
 }
 
-/* Candidate rows per macro block (kept in cache while a thread's queries
- * pass), queries per tile, candidates per tile. */
-#define EVAL_CAND_BLOCK 2048u
-#define EVAL_QTILE 16u
-#define EVAL_CTILE 64u
 
 struct eval_job {
 	struct rdps_eval *ev;
 	uint32_t first_id;  /* id of rows[0] */
 	const float *rows;  /* count x dim */
 	uint32_t count;
-	size_t q0, q1;      /* query range of this worker */
+	size_t q0, q1;      /* ranks of this worker's queries */
+	float *cand;        /* ctx_size: EVAL_CAND_BLOCK x qdim candidates */
 };
+
+/* The end of the worker's ranks from g0 that share *cand: those of one
+ * relation with ctx_size (candidates C0 .. C1 brought into its query space
+ * in j->cand), else all of them (the rows as given). */
+static size_t rank_group(struct eval_job *j, size_t g0, uint32_t C0, uint32_t C1,
+			 const float **cand)
+{
+	struct rdps_eval *ev = j->ev;
+	size_t g1 = j->q1;
+
+	*cand = j->rows + (size_t)C0 * ev->dim;
+	if (ev->ctx_size) {
+		for (g1 = g0 + 1; g1 < j->q1 && ev->slot[g1] == ev->slot[g0]; g1++)
+			;
+		rdps_kge_cand_rows(ev->m, ev->ctx + (size_t)ev->slot[g0] * ev->ctx_size, *cand,
+				   C1 - C0, j->cand);
+		*cand = j->cand;
+	}
+	return g1;
+}
 
 static void *eval_worker(void *arg)
 {
@@ -490,9 +593,9 @@ static void *eval_worker(void *arg)
 	struct rdps_eval *ev = j->ev;
 	float out[EVAL_QTILE * EVAL_CTILE];
 
-	for (size_t q = j->q0; q < j->q1; q++) {
+	for (size_t k = j->q0; k < j->q1; k++) {
 		/* first skip id >= first_id */
-		size_t lo = ev->ex_off[q], hi = ev->ex_off[q + 1];
+		size_t q = query_at(ev, k), lo = ev->ex_off[q], hi = ev->ex_off[q + 1];
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 			if (ev->ex[mid] < j->first_id)
@@ -504,14 +607,17 @@ static void *eval_worker(void *arg)
 	}
 	for (uint32_t C0 = 0; C0 < j->count; C0 += EVAL_CAND_BLOCK) {
 		uint32_t C1 = j->count - C0 < EVAL_CAND_BLOCK ? j->count : C0 + EVAL_CAND_BLOCK;
-		for (size_t qa = j->q0; qa < j->q1; qa += EVAL_QTILE) {
-			uint32_t nq = (uint32_t)(j->q1 - qa < EVAL_QTILE ? j->q1 - qa : EVAL_QTILE);
+		const float *cand = NULL;
+		for (size_t qa = j->q0, g1 = j->q0, nq; qa < j->q1; qa += nq) {
+			if (qa == g1)
+				g1 = rank_group(j, qa, C0, C1, &cand);
+			nq = g1 - qa < EVAL_QTILE ? g1 - qa : EVAL_QTILE;
 			for (uint32_t c0 = C0; c0 < C1; c0 += EVAL_CTILE) {
 				uint32_t nc = C1 - c0 < EVAL_CTILE ? C1 - c0 : EVAL_CTILE;
-				rdps_kge_score_tile(ev->m, ev->q + qa * ev->dim, nq,
-						    j->rows + (size_t)c0 * ev->dim, nc, out);
+				rdps_kge_score_tile(ev->m, ev->q + qa * ev->qdim, (uint32_t)nq,
+						    cand + (size_t)(c0 - C0) * ev->qdim, nc, out);
 				for (uint32_t a = 0; a < nq; a++) {
-					size_t q = qa + a, cur = ev->cur[q];
+					size_t q = query_at(ev, qa + a), cur = ev->cur[q];
 					size_t end = ev->ex_off[q + 1];
 					float p = ev->pos[q];
 					uint32_t gt = 0, eq = 0, id = j->first_id + c0;
@@ -553,7 +659,10 @@ int rdps_eval_add_candidates(struct rdps_eval *ev, uint32_t first_id,
 		jobs[t] = (struct eval_job){ .ev = ev, .first_id = first_id,
 					     .rows = rows, .count = count,
 					     .q0 = ev->nq * t / nt,
-					     .q1 = ev->nq * (t + 1) / nt };
+					     .q1 = ev->nq * (t + 1) / nt,
+					     .cand = ev->cand ? ev->cand + (size_t)t *
+								       EVAL_CAND_BLOCK * ev->qdim
+							      : NULL };
 	for (unsigned t = 1; t < nt; t++) {
 		if (pthread_create(&tids[t], NULL, eval_worker, &jobs[t])) {
 			/* no thread: run the rest here, results stay complete */

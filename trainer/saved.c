@@ -469,6 +469,45 @@ static int load_table(const char *path, const char *what, const struct rdps_mode
 	return 0;
 }
 
+/* The relation rows from one file per array the model saves (TransR:
+ * <dataset>_TransR_relation.npy and <dataset>_TransRprojection.npy), put
+ * side by side as the model's rows. */
+static int load_relations(const char *dir, const char *dataset, const char *model_name,
+			  struct rdps_saved *s, uint32_t rel_dim, char *err, size_t errlen)
+{
+	struct rdps_model_rel_part parts[RDPS_MODEL_REL_PARTS_MAX];
+	unsigned n = rdps_model_relation_parts(s->model, parts);
+	int ret = 0;
+
+	for (unsigned k = 0; k < n && !ret; k++) {
+		char *path = NULL;
+		float *part = NULL;
+		uint32_t rows;
+
+		if (asprintf(&path, "%s/%s_%s%s.npy", dir, dataset, model_name, parts[k].suffix) < 0)
+			return -ENOMEM;
+		ret = load_table(path, "relation", s->model, parts[k].width, s,
+				 n == 1 ? &s->rel : &part, &rows, err, errlen);
+		if (!ret && n == 1)
+			s->n_rel = rows;
+		if (!ret && n > 1 && k == 0) {
+			s->n_rel = rows;
+			s->rel = malloc((size_t)rows * rel_dim * sizeof(float));
+			if (!s->rel)
+				ret = -ENOMEM;
+		}
+		if (!ret && n > 1 && rows != s->n_rel)
+			ret = fail(err, errlen, -EINVAL, "%s has %u rows, the model's first relation "
+				   "array %u", path, rows, s->n_rel);
+		for (uint32_t r = 0; !ret && n > 1 && r < rows; r++)
+			memcpy(s->rel + (size_t)r * rel_dim + parts[k].offset,
+			       part + (size_t)r * parts[k].width, parts[k].width * sizeof(float));
+		free(part);
+		free(path);
+	}
+	return ret;
+}
+
 int rdps_saved_open(const char *dir, const struct rdps_saved_opts *o, struct rdps_saved **out,
 		    char *err, size_t errlen)
 {
@@ -544,6 +583,8 @@ int rdps_saved_open(const char *dir, const struct rdps_saved_opts *o, struct rdp
 	}
 	p.name = name;
 	p.hidden_dim = (uint32_t)dim;
+	p.double_ent = s->double_ent;
+	p.double_rel = s->double_rel;
 	ret = rdps_model_create(&s->model, &p);
 	if (ret == -EINVAL) {
 		ret = fail(err, errlen, ret,
@@ -607,20 +648,18 @@ int rdps_saved_open(const char *dir, const struct rdps_saved_opts *o, struct rdp
 			ret = -ENOMEM;
 			goto err_close;
 		}
-		for (int k = 0; k < 2; k++) {
-			free(path);
-			path = NULL;
-			if (asprintf(&path, "%s/%s_%s_%s.npy", dir, s->dataset, used,
-				     k ? "relation" : "entity") < 0) {
-				ret = -ENOMEM;
-				goto err_close;
-			}
-			ret = load_table(path, k ? "relation" : "entity", s->model,
-					 k ? rel_dim : ent_dim, s, k ? &s->rel : &s->ent,
-					 k ? &s->n_rel : &s->n_ent, err, errlen);
-			if (ret)
-				goto err_close;
+		free(path);
+		path = NULL;
+		if (asprintf(&path, "%s/%s_%s_entity.npy", dir, s->dataset, used) < 0) {
+			ret = -ENOMEM;
+			goto err_close;
 		}
+		ret = load_table(path, "entity", s->model, ent_dim, s, &s->ent, &s->n_ent, err,
+				 errlen);
+		if (!ret)
+			ret = load_relations(dir, s->dataset, used, s, rel_dim, err, errlen);
+		if (ret)
+			goto err_close;
 	}
 
 	/* Cross-checks of what config.json states, when it does. */

@@ -599,7 +599,7 @@ enum opt_kind { OPT_BOOL, OPT_NUM, OPT_MODEL, OPT_DIGEST };
  * size), seed, log and checkpoint settings, lr/optimizer (standalone only).
  */
 enum {
-	JO_MODEL, JO_DIM, JO_GAMMA, JO_ADV, JO_ADV_TEMP, JO_REG_COEF, JO_REG_NORM, JO_BATCH,
+	JO_MODEL, JO_DIM, JO_DOUBLE_ENT, JO_DOUBLE_REL, JO_GAMMA, JO_ADV, JO_ADV_TEMP, JO_REG_COEF, JO_REG_NORM, JO_BATCH,
 	JO_NEG, JO_CHUNK, JO_NEG_DEG, JO_MAX_STEP, JO_RESUME, JO_TEST, JO_VALID, JO_EVAL_INTERVAL,
 	JO_EVAL_PERCENT, JO_NEG_EVAL, JO_BATCH_EVAL, JO_NEG_DEG_EVAL, JO_NO_FILTER, JO_PER_REL,
 	JO_DATA, NUM_JOB_OPTS
@@ -612,6 +612,8 @@ static const struct {
 } job_opts[NUM_JOB_OPTS] = {
 	[JO_MODEL] = { "--model_name", OPT_MODEL, -1 },
 	[JO_DIM] = { "--hidden_dim", OPT_NUM, -1 },
+	[JO_DOUBLE_ENT] = { "--double_ent", OPT_BOOL, -1 },
+	[JO_DOUBLE_REL] = { "--double_rel", OPT_BOOL, -1 },
 	[JO_GAMMA] = { "--gamma", OPT_NUM, -1 },
 	[JO_ADV] = { "--neg_adversarial_sampling", OPT_BOOL, -1 },
 	[JO_ADV_TEMP] = { "--adversarial_temperature", OPT_NUM, JO_ADV },
@@ -712,6 +714,8 @@ static void job_opt_values(const struct job *j, double *v)
 	rdps_model_lookup(rdps_model_name(j->model), &kind);
 	v[JO_MODEL] = kind;
 	v[JO_DIM] = m->hidden_dim;
+	v[JO_DOUBLE_ENT] = m->double_ent;
+	v[JO_DOUBLE_REL] = m->double_rel;
 	v[JO_GAMMA] = m->gamma;
 	v[JO_ADV] = m->adv;
 	v[JO_ADV_TEMP] = m->adv ? m->adv_temp : 0;          /* unused without -adv */
@@ -1088,6 +1092,17 @@ static int start_standalone_server(struct job *j)
 	cfg.tables[1] = (struct rdps_server_table_config){
 		.name = "relation", .num_rows = j->num_relations, .dim = j->rel_dim,
 		.init = RDPS_INIT_UNIFORM, .init_range = r, .optimizer = o->optimizer, .lr = o->lr };
+	{
+		/* TransR: vector and projection start apart and keep their
+		 * own row-wise Adagrad state, as DGL-KE's two arrays. */
+		struct rdps_model_rel_part parts[RDPS_MODEL_REL_PARTS_MAX];
+		unsigned n = rdps_model_relation_parts(j->model, parts);
+
+		for (unsigned k = 0; n > 1 && k < n && k < RDPS_ROW_PARTS_MAX; k++)
+			cfg.tables[1].parts[k] = (struct rdps_row_part){ parts[k].width,
+									 parts[k].init_range };
+		cfg.tables[1].num_parts = n > 1 ? n : 0;
+	}
 	ret = rdps_server_create(&cfg, &j->srv, err, sizeof(err));
 	if (ret) {
 		rdps_tj_fail(j, ret, "in-process store: %s", err);
@@ -1184,26 +1199,6 @@ static int check_opts(const struct rdps_train_opts *o, char *err, size_t errlen)
 	return 0;
 }
 
-/* The model's row widths against -de / -dr: a model that does not double
- * its rows for them refuses them (its tables would not be DGL-KE's). */
-static int check_double(const struct job *j, char *err, size_t errlen)
-{
-	const struct rdps_model_params *m = &j->o->model;
-
-	if (m->double_ent && j->ent_dim != 2 * m->hidden_dim) {
-		snprintf(err, errlen, "-de/--double_ent: %s with hidden_dim %u has entity rows of %u "
-			 "floats, not %u (it does not double them)", rdps_model_name(j->model),
-			 m->hidden_dim, j->ent_dim, 2 * m->hidden_dim);
-		return -EINVAL;
-	}
-	if (m->double_rel && j->rel_dim != 2 * m->hidden_dim) {
-		snprintf(err, errlen, "-dr/--double_rel: %s with hidden_dim %u has relation rows of "
-			 "%u floats, not %u (it does not double them)", rdps_model_name(j->model),
-			 m->hidden_dim, j->rel_dim, 2 * m->hidden_dim);
-		return -EINVAL;
-	}
-	return 0;
-}
 
 int rdps_train_run(const struct rdps_train_opts *uo, struct rdps_train_result *res,
 		   char *err, size_t errlen)
@@ -1247,9 +1242,6 @@ int rdps_train_run(const struct rdps_train_opts *uo, struct rdps_train_result *r
 	}
 	j.ent_dim = rdps_model_entity_dim(j.model);
 	j.rel_dim = rdps_model_relation_dim(j.model);
-	ret = check_double(&j, err, errlen);
-	if (ret)
-		goto out;
 	j.chunk = o->neg_chunk_size ? o->neg_chunk_size : o->neg_sample_size;
 	if (j.chunk > o->batch_size)
 		j.chunk = o->batch_size;

@@ -38,11 +38,12 @@ static int copy_file(const char *from, const char *to)
 	return ret;
 }
 
-/* Pulls a whole table in chunks and writes it in original id order. */
+/* Pulls a whole table in chunks and writes columns [col, col + cols) of it
+ * in original id order. */
 static int save_table(struct worker *w, uint32_t table, uint64_t rows, uint32_t dim,
-		      const uint32_t *new_to_old, const char *path)
+		      uint32_t col, uint32_t cols, const uint32_t *new_to_old, const char *path)
 {
-	float *all = malloc((rows ? rows : 1) * dim * sizeof(float));
+	float *all = malloc((rows ? rows : 1) * cols * sizeof(float));
 	float *chunk = malloc((size_t)SAVE_CHUNK_ROWS * dim * sizeof(float));
 	uint64_t *ids = malloc(SAVE_CHUNK_ROWS * sizeof(uint64_t));
 	int ret = 0;
@@ -60,11 +61,11 @@ static int save_table(struct worker *w, uint32_t table, uint64_t rows, uint32_t 
 		for (uint64_t i = 0; !ret && i < cnt; i++) {
 			uint64_t dst = new_to_old ? new_to_old[c + i] : c + i;
 
-			memcpy(all + dst * dim, chunk + i * dim, dim * sizeof(float));
+			memcpy(all + dst * cols, chunk + i * dim + col, cols * sizeof(float));
 		}
 	}
 	if (!ret)
-		ret = rdps_npy_write_f32(path, all, rows, dim);
+		ret = rdps_npy_write_f32(path, all, rows, cols);
 out:
 	free(all);
 	free(chunk);
@@ -226,9 +227,9 @@ static int save_config(struct job *j, const char *path)
 	jw_int(&w, "neg_sample_size", o->neg_sample_size);
 	jw_float(&w, "lr", o->lr);
 	jw_float(&w, "gamma", mp->gamma);
-	/* as the tables are laid out (RotatE doubles its entities always) */
-	jw_bool(&w, "double_ent", j->ent_dim == 2 * mp->hidden_dim);
-	jw_bool(&w, "double_rel", j->rel_dim == 2 * mp->hidden_dim);
+	/* RotatE doubles its entities always (DGL-KE needs -de for it) */
+	jw_bool(&w, "double_ent", mp->double_ent || j->ent_dim == 2 * mp->hidden_dim);
+	jw_bool(&w, "double_rel", mp->double_rel);
 	jw_bool(&w, "neg_adversarial_sampling", mp->adv);
 	jw_float(&w, "adversarial_temperature", mp->adv_temp);
 	jw_float(&w, "regularization_coef", mp->reg_coef);
@@ -370,12 +371,20 @@ static int save_files(struct worker *w, bool results, char *err, size_t errlen)
 		snprintf(path, sizeof(path), "%s/%s_%s_entity.npy", o->save_path, j->dataset_name,
 			 rdps_model_name(j->model));
 		pulled = true;
-		ret = save_table(w, w->ent_table, j->num_entities, j->ent_dim, j->new_to_old, path);
+		ret = save_table(w, w->ent_table, j->num_entities, j->ent_dim, 0, j->ent_dim,
+				 j->new_to_old, path);
 	}
 	if (!ret && !o->no_save_emb) {
-		snprintf(path, sizeof(path), "%s/%s_%s_relation.npy", o->save_path,
-			 j->dataset_name, rdps_model_name(j->model));
-		ret = save_table(w, w->rel_table, j->num_relations, j->rel_dim, NULL, path);
+		/* One file per array DGL-KE keeps (TransR: _relation, projection). */
+		struct rdps_model_rel_part parts[RDPS_MODEL_REL_PARTS_MAX];
+		unsigned n = rdps_model_relation_parts(j->model, parts);
+
+		for (unsigned k = 0; !ret && k < n; k++) {
+			snprintf(path, sizeof(path), "%s/%s_%s%s.npy", o->save_path,
+				 j->dataset_name, rdps_model_name(j->model), parts[k].suffix);
+			ret = save_table(w, w->rel_table, j->num_relations, j->rel_dim,
+					 parts[k].offset, parts[k].width, NULL, path);
+		}
 	}
 	for (int i = 0; !ret && !o->no_save_emb && i < 2; i++) {
 		const char *f = i ? "relations.dict" : "entities.dict";

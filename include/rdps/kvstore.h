@@ -130,6 +130,17 @@ enum rdps_init {
 /* ---------------------------------------------------------------------- */
 /* Shard: one table's rows [lo, hi) on one server.                         */
 
+/* A row may be made of parts that the model treats as separate arrays
+ * (TransR's relation vector and projection matrix): each part starts
+ * uniform in its own range and keeps its own row-wise Adagrad state, as
+ * two tables would. Parts tile the row in order. */
+#define RDPS_ROW_PARTS_MAX 4
+
+struct rdps_row_part {
+	uint32_t cols;          /* floats of the part */
+	float init_range;       /* r of its U[-r, r] start */
+};
+
 struct rdps_shard_params {
 	const char *name;       /* table name, < RDPS_TABLE_NAME_MAX */
 	uint32_t table_id;      /* index of the table in the job */
@@ -142,6 +153,8 @@ struct rdps_shard_params {
 	int optimizer;          /* enum rdps_optimizer */
 	float lr;               /* learning rate */
 	float eps;              /* Adagrad epsilon (DGL-KE: 1e-10) */
+	uint32_t num_parts;     /* 0 (or 1): the row is one part of init_range */
+	struct rdps_row_part parts[RDPS_ROW_PARTS_MAX]; /* cols add up to dim */
 };
 
 struct rdps_shard; /* opaque */
@@ -184,7 +197,7 @@ int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
 		     const float *grads, uint32_t n);
 
 /* Floats of optimizer state the shard keeps (0 for SGD, a float per row
- * for row-wise Adagrad, dim per row for element-wise Adagrad). */
+ * part for row-wise Adagrad, dim per row for element-wise Adagrad). */
 uint64_t rdps_shard_state_floats(const struct rdps_shard *s);
 
 /* Copies the rows [lo, hi) densely into rows ((hi-lo) * dim floats) and

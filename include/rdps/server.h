@@ -32,6 +32,8 @@ struct rdps_server_table_config {
 	float init_range;         /* r of U[-r, r] */
 	int optimizer;            /* enum rdps_optimizer */
 	float lr;
+	uint32_t num_parts;       /* row parts (rdps_shard_params); 0: one */
+	struct rdps_row_part parts[RDPS_ROW_PARTS_MAX];
 };
 
 struct rdps_server_config {

@@ -3,10 +3,10 @@
  * rdps trainer: the compute kernels of knowledge-graph-embedding training,
  * independent of networking.
  *
- *  - KGE models (TransE_l1, TransE_l2, DistMult, ComplEx, RotatE, RESCAL)
- *    with DGL-KE's score functions, log-sigmoid loss, self-adversarial
- *    negative weighting (-adv), Lp regularization and chunked negative
- *    sampling; one call computes the loss of a batch and the gradient of
+ *  - KGE models (TransE_l1, TransE_l2, DistMult, ComplEx, RotatE, RESCAL,
+ *    TransR, SimplE) with DGL-KE's score functions, log-sigmoid loss,
+ *    self-adversarial negative weighting (-adv), Lp regularization and
+ *    chunked negative sampling; one call computes the loss of a batch and the gradient of
  *    every row it uses.
  *  - Filtered ranking evaluation (MRR, MR, Hits@1/3/10) that consumes the
  *    candidate entities in chunks and whose partial state reduces across
@@ -44,35 +44,55 @@ enum rdps_model_kind {
 	RDPS_MODEL_COMPLEX,   /* Re(<h, r, conj(t)>) */
 	RDPS_MODEL_ROTATE,    /* gamma - sum_k |h_k * e^{i phase_k} - t_k| */
 	RDPS_MODEL_RESCAL,    /* h^T M_r t */
+	RDPS_MODEL_TRANSR,    /* gamma - ||h P_r + r - t P_r||_1 */
+	RDPS_MODEL_SIMPLE,    /* clamp((<h_i, r, t_j> + <t_i, r_inv, h_j>) / 2, +-20) */
 };
 
 /*
- * How hidden_dim maps to row widths (entity_dim / relation_dim), as DGL-KE
- * lays out its tables (so saved .npy files load in DGL-KE tools):
+ * How hidden_dim (D) and DGL-KE's -de/--double_ent, -dr/--double_rel map to
+ * row widths (entity_dim / relation_dim), as DGL-KE lays out its tables (so
+ * saved .npy files load in DGL-KE tools). With -de an entity vector is 2D
+ * wide, with -dr a relation vector; E and R below are those widths.
  *
- *   TransE_l1, TransE_l2, DistMult: entity D, relation D.
- *   ComplEx:  entity D, relation D; D must be even. A row is D/2 real parts
- *             followed by D/2 imaginary parts (DGL-KE without -de/-dr).
- *   RotatE:   entity 2D (D real parts then D imaginary parts; DGL-KE's
- *             mandatory -de), relation D phases. The angle of component k
- *             is r_k / (emb_init / pi) with emb_init = (gamma + 2) / D.
- *   RESCAL:   entity D, relation D*D: a row-major D x D matrix M with
- *             score = sum_a h_a sum_c M[a][c] t_c.
+ *   TransE_l1, TransE_l2, DistMult: entity E, relation R; E == R (-de and
+ *             -dr together or not at all: DGL-KE's h + r - t and h * r * t
+ *             need equal widths).
+ *   ComplEx:  entity E, relation R, E == R, even. A row is E/2 real parts
+ *             followed by E/2 imaginary parts: D/2 + D/2 by default, D + D
+ *             with -de -dr (then D may be odd).
+ *   RotatE:   entity 2D (D real parts then D imaginary parts), relation D
+ *             phases. DGL-KE requires -de for RotatE; rdps implies it, so
+ *             RotatE is accepted with and without -de (same widths). -dr is
+ *             refused (D phases rotate D complex components). The angle of
+ *             component k is r_k / (emb_init / pi), emb_init = (gamma + 2) / D.
+ *   RESCAL:   entity E, relation E*E (E == R): a row-major E x E matrix M
+ *             with score = sum_a h_a sum_c M[a][c] t_c.
+ *   TransR:   entity E, relation R + E*R: the relation vector r (R floats)
+ *             followed by the projection P_r, a row-major E x R matrix
+ *             (DGL-KE's projection_emb row reshaped to (entity_dim,
+ *             relation_dim)): h P_r is R wide. E and R are independent.
+ *             The relation row holds both so that the parameter server
+ *             keeps two tables; rdps_model_relation_parts() tells how DGL-KE
+ *             saves and initialises them apart.
+ *   SimplE:   entity E = (h_i, h_j), relation R = (r, r_inv), halves of E/2;
+ *             E == R, even. Score clamped to [-20, 20] as DGL-KE's (no
+ *             gradient where the clamp bites).
  */
 struct rdps_model_params {
 	const char *name;    /* DGL-KE model name, see rdps_model_names() */
 	uint32_t hidden_dim; /* --hidden_dim (D above) */
-	float gamma;         /* --gamma: margin of TransE / RotatE */
+	float gamma;         /* --gamma: margin of TransE / RotatE / TransR */
 	bool adv;            /* -adv: self-adversarial negative weighting */
 	float adv_temp;      /* --adversarial_temperature (-a) */
 	float reg_coef;      /* --regularization_coef (-rc); 0 disables */
 	float reg_norm;      /* --regularization_norm (-rn), the p of sum|x|^p */
-	bool double_ent;     /* -de: entity rows of 2 * hidden_dim (DGL-KE) */
-	bool double_rel;     /* -dr: relation rows of 2 * hidden_dim */
+	bool double_ent;     /* -de, --double_ent: entity vectors 2 hidden_dim */
+	bool double_rel;     /* -dr, --double_rel: relation vectors 2 hidden_dim */
 };
 
 /* Fills DGL-KE's defaults: TransE_l2, hidden_dim 400, gamma 12, no -adv,
- * adversarial_temperature 1, regularization_coef 2e-6, norm 3. */
+ * adversarial_temperature 1, regularization_coef 2e-6, norm 3, no -de, no
+ * -dr. */
 void rdps_model_params_init(struct rdps_model_params *p);
 
 /* Comma-separated list of the accepted model names, for error messages. */
@@ -81,9 +101,15 @@ const char *rdps_model_names(void);
 /* Maps a model name to its kind: 0, or -EINVAL for an unknown name. */
 int rdps_model_lookup(const char *name, enum rdps_model_kind *kind);
 
-/* Row widths a model of that name and hidden_dim uses, without creating it
- * (to check a table before training). 0, or -EINVAL (unknown name, zero or
- * odd-for-ComplEx hidden_dim, RESCAL widths overflowing 32 bits). */
+/* Row widths of the model p describes (name, hidden_dim, double_ent,
+ * double_rel; the rest is not looked at), without creating it (to size a
+ * table before training). 0, or -EINVAL (unknown name, zero hidden_dim,
+ * odd halves for ComplEx / SimplE, -de without -dr or the reverse where
+ * the model needs equal widths, -dr for RotatE, widths beyond 2^31). */
+int rdps_model_params_dims(const struct rdps_model_params *p, uint32_t *entity_dim,
+			   uint32_t *relation_dim);
+
+/* rdps_model_params_dims() for a name and hidden_dim without -de / -dr. */
 int rdps_model_dims(const char *name, uint32_t hidden_dim,
 		    uint32_t *entity_dim, uint32_t *relation_dim);
 
@@ -106,8 +132,43 @@ uint32_t rdps_model_entity_dim(const struct rdps_model *m);
 uint32_t rdps_model_relation_dim(const struct rdps_model *m);
 
 /* DGL-KE's initialisation range: rows are drawn uniform(-x, x) with
- * x = (gamma + 2) / hidden_dim, for entities and relations alike. */
+ * x = (gamma + 2) / hidden_dim, for entities and relation vectors alike
+ * (TransR's projection: see rdps_model_relation_parts()). */
 float rdps_model_emb_init(const struct rdps_model *m);
+
+/*
+ * A relation row as DGL-KE keeps it: one part per array it saves. Every
+ * model has one part, the whole row, saved as
+ * <dataset>_<model>_relation.npy (num_relations x relation_dim). TransR has
+ * two, which tile the row:
+ *
+ *   "_relation"  offset 0, width R:     <dataset>_TransR_relation.npy,
+ *                                       num_relations x R, init emb_init
+ *   "projection" offset R, width E*R:   <dataset>_TransRprojection.npy,
+ *                                       num_relations x (E*R) (DGL-KE's
+ *                                       name: no underscore), each row the
+ *                                       row-major E x R matrix, init
+ *                                       uniform(-1, 1), not regularized
+ *
+ * Saving: for each part, write rows[r * relation_dim + offset .. + width)
+ * for every relation r into <save_path>/<dataset>_<model><suffix>.npy.
+ * DGL-KE also keeps a separate Adagrad state per row of each array; a
+ * store with one row-wise state per relation row mixes the two parts.
+ */
+struct rdps_model_rel_part {
+	const char *suffix; /* file name: <dataset>_<model name><suffix>.npy */
+	uint32_t offset;    /* first float of the part in a relation row */
+	uint32_t width;     /* floats per relation (columns of the file) */
+	float init_range;   /* DGL-KE draws the part uniform(-x, x) */
+	bool regularized;   /* counted by -rc (TransR's projection is not) */
+};
+
+#define RDPS_MODEL_REL_PARTS_MAX 2
+
+/* Fills parts[0 .. n) in row order and returns n (1, or 2 for TransR);
+ * parts has room for RDPS_MODEL_REL_PARTS_MAX entries. */
+unsigned rdps_model_relation_parts(const struct rdps_model *m,
+				   struct rdps_model_rel_part *parts);
 
 /* Score of one triple by the direct formula of DGL-KE's edge_func
  * (reference implementation in double precision, for tests and tools). */
@@ -144,7 +205,8 @@ struct rdps_batch {
  *              as DGL-KE's trace counts them: each distinct positive entity
  *              row once, each negative slot once (a row sampled twice counts
  *              twice; a positive entity also drawn as negative counts for
- *              both), each relation once per triple using it.
+ *              both), each relation once per triple using it (its vector:
+ *              the regularized parts of rdps_model_relation_parts()).
  * DGL-KE's printed "loss" is loss - reg. */
 struct rdps_step_result {
 	double loss;     /* total, the function the gradients belong to */

@@ -128,16 +128,16 @@ static double metric(const char *lines, const char *name)
 /* ------------------------------------------------------------------------ */
 /* eval on trained save paths                                                */
 
-static void eval_matches_training(const char *model)
+static void eval_matches_training_with(const char *model, const char *flag1, const char *flag2)
 {
 	char *kg = path("kg"), *save, *log, *want, *got, *raw;
 
 	rdps_test_synth_kg(kg, 300, 8, 2000, 7, NULL, 0);
-	cr_assert(asprintf(&save, "%s/save_%s", dir, model) > 0);
+	cr_assert(asprintf(&save, "%s/save_%s%s%s", dir, model, flag1, flag2) > 0);
 	log = RUN(0, "train", "--data", kg, "--standalone", "--model_name", model, "--hidden_dim",
 		  "16", "--max_step", "300", "--batch_size", "64", "--neg_sample_size", "16",
 		  "--lr", "0.1", "--num_thread", "2", "--test", "--valid", "--save_path", save,
-		  "--log_interval", "0");
+		  "--log_interval", "0", flag1[0] ? flag1 : "--test", flag2[0] ? flag2 : "--test");
 	want = test_lines(log);
 	free(log);
 	cr_assert_eq(strlen(want) > 0, 1, "training printed no Test lines");
@@ -162,9 +162,37 @@ static void eval_matches_training(const char *model)
 	free(kg);
 }
 
+static void eval_matches_training(const char *model)
+{
+	eval_matches_training_with(model, "", "");
+}
+
 Test(after, eval_reproduces_the_trainers_transe_l2)
 {
 	eval_matches_training("TransE_l2");
+}
+
+/* TransR saves its relation vectors and projections in two files, as
+ * DGL-KE: eval must put them back together. */
+Test(after, eval_reproduces_the_trainers_transr)
+{
+	char *proj;
+
+	eval_matches_training("TransR");
+	cr_assert(asprintf(&proj, "%s/save_TransR/kg_TransRprojection.npy", dir) > 0);
+	cr_assert_eq(access(proj, R_OK), 0, "no %s", proj);
+	free(proj);
+}
+
+Test(after, eval_reproduces_the_trainers_simple)
+{
+	eval_matches_training("SimplE");
+}
+
+/* -de -dr: rows of 2 x hidden_dim, said in config.json and used by eval. */
+Test(after, eval_reproduces_the_trainers_complex_de_dr)
+{
+	eval_matches_training_with("ComplEx", "-de", "-dr");
 }
 
 Test(after, eval_reproduces_the_trainers_rotate)

@@ -300,3 +300,58 @@ Test(rowcheck, any_changed_byte_of_version_check_or_data_is_detected)
 	free(img);
 	rdps_shard_destroy(s);
 }
+
+/* TransR's relation rows: a vector and a matrix that DGL-KE keeps as two
+ * arrays. Each part starts in its own range and has its own row-wise
+ * Adagrad state: a gradient in one part does not shrink the other's steps. */
+Test(optimizer, row_parts_have_their_own_init_range_and_adagrad_state)
+{
+	struct rdps_shard_params p = {
+		.name = "relation", .dim = 8, .num_rows = 50, .lo = 0, .hi = 50,
+		.init = RDPS_INIT_UNIFORM, .seed = 3, .optimizer = RDPS_OPT_ADAGRAD_ROW, .lr = 0.5f,
+		.num_parts = 2, .parts = { { 3, 0.01f }, { 5, 1.0f } },
+	};
+	struct rdps_shard *s, *whole;
+	float rows[50 * 8], after[50 * 8], state[100], g[2 * 8] = { 0 };
+	float big1 = 0;
+	uint64_t ids[2] = { 7, 7 };
+
+	cr_assert_eq(rdps_shard_create(&p, &s), 0);
+	rdps_shard_export(s, rows, NULL);
+	for (int r = 0; r < 50; r++)
+		for (int j = 0; j < 8; j++) {
+			float v = fabsf(rows[r * 8 + j]);
+
+			cr_assert_leq(v, j < 3 ? 0.01f : 1.0f, "row %d col %d: %g", r, j, v);
+			if (j >= 3 && v > big1)
+				big1 = v;
+		}
+	cr_assert_gt(big1, 0.5f, "the second part never left the first part's range");
+	cr_assert_eq(rdps_shard_state_floats(s), 100);
+	/* Part 0 gets a big gradient, part 1 a small one (summed over two ids). */
+	for (int j = 0; j < 8; j++)
+		g[j] = g[8 + j] = j < 3 ? 5.0f : 0.05f;
+	cr_assert_eq(rdps_shard_apply(s, ids, g, 2), 0);
+	rdps_shard_export(s, after, state);
+	cr_assert_float_eq(state[14], 100.0f, 1e-4, "part 0 state: mean of (2*5)^2");
+	cr_assert_float_eq(state[15], 0.01f, 1e-6, "part 1 state: mean of (2*0.05)^2");
+	for (int j = 0; j < 8; j++) {
+		/* Each part's step is lr * g / sqrt(mean g^2) = lr: one state per part. */
+		cr_assert_float_eq(rows[7 * 8 + j] - after[7 * 8 + j], 0.5f, 1e-5, "col %d", j);
+	}
+	/* Control: one part for the whole row, one state: the small part's
+	 * step shrinks under the big part's gradient. */
+	p.num_parts = 0;
+	p.init_range = 0.5f;
+	cr_assert_eq(rdps_shard_create(&p, &whole), 0);
+	rdps_shard_export(whole, rows, NULL);
+	cr_assert_eq(rdps_shard_apply(whole, ids, g, 2), 0);
+	rdps_shard_export(whole, after, NULL);
+	cr_assert_lt(rows[7 * 8 + 5] - after[7 * 8 + 5], 0.1f);
+	rdps_shard_destroy(whole);
+	/* Parts must tile the row. */
+	p.num_parts = 2;
+	p.parts[1].cols = 4;
+	cr_assert_eq(rdps_shard_create(&p, &whole), -EINVAL);
+	rdps_shard_destroy(s);
+}

@@ -536,6 +536,8 @@ Test(eval, random_distmult) { random_check("DistMult", 17); }
 Test(eval, random_complex) { random_check("ComplEx", 26); }
 Test(eval, random_rotate) { random_check("RotatE", 18); }
 Test(eval, random_rescal) { random_check("RESCAL", 9); }
+Test(eval, random_transr) { random_check("TransR", 10); }
+Test(eval, random_simple) { random_check("SimplE", 22); }
 
 Test(eval, bad_params)
 {
