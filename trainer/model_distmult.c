@@ -32,37 +32,29 @@ RDPS_AI void distmult_query(uint32_t n, const float *restrict x, const float *re
 		q[k] = x[k] * r[k];
 }
 
+/* Adds dL/dx = gq * r and dL/dr = gq * x given gq = dL/dq. */
+RDPS_AI void distmult_query_backward(uint32_t n, int head_side, const float *restrict x,
+				     const float *restrict r, const float *restrict gq,
+				     float *restrict gx, float *restrict gr)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		gx[k] += gq[k] * r[k];
+		gr[k] += gq[k] * x[k];
+	}
+}
+
+/* Symmetric: the same query on either side. */
+RDPS_AI void distmult_side_query(uint32_t n, int head_side, const float *restrict x,
+				 const float *restrict r, float *restrict q)
+{
+	distmult_query(n, x, r, q);
+}
+
 RDPS_KGE_CLONES
 static void distmult_step(const struct step_args *A, double *pos_sum, double *neg_sum)
 {
-	const struct rdps_batch *b = A->b;
-	struct step_scratch *sc = A->sc;
-	uint32_t B = b->size, chunk = b->chunk, n = A->m->ent_dim, rd = A->m->rel_dim;
-	int hs = b->neg_head != 0;
-
-	for (uint32_t c = 0, i0 = 0; i0 < B; c++, i0 += chunk) {
-		uint32_t C = B - i0 < chunk ? B - i0 : chunk;
-		kge_chunk_rows(A, i0, C, b->neg_ent + (size_t)c * b->neg);
-		for (uint32_t i = 0; i < C; i++) {
-			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
-			distmult_query(n, A->ent + (size_t)x * n,
-				       A->rel + (size_t)b->rel[i0 + i] * rd, sc->Q + (size_t)i * n);
-		}
-		kge_chunk_pairs(FORM_DOT, false, A, C, n, pos_sum, neg_sum);
-		/* through the queries: dL/dx = gq * r, dL/dr = gq * x */
-		for (uint32_t i = 0; i < C; i++) {
-			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
-			const float *restrict xr = A->ent + (size_t)x * n;
-			const float *restrict rr = A->rel + (size_t)b->rel[i0 + i] * rd;
-			const float *restrict gq = sc->gqp[i];
-			float *restrict gx = A->eg + (size_t)x * n;
-			float *restrict gr = A->rg + (size_t)b->rel[i0 + i] * rd;
-			for (uint32_t k = 0; k < n; k++) {
-				gx[k] += gq[k] * rr[k];
-				gr[k] += gq[k] * xr[k];
-			}
-		}
-	}
+	kge_query_step(FORM_DOT, false, distmult_side_query, distmult_query_backward, A, pos_sum,
+		       neg_sum);
 }
 
 static void distmult_eval_query(const struct rdps_model *m, int head_side, const float *x,

@@ -953,4 +953,47 @@ RDPS_AI void kge_chunk_pairs(enum pair_form form, bool clamp, const struct step_
 	}
 }
 
+/* A family's query q = f(x, r) and its gradient back to x and r. */
+typedef void (*kge_query_fn)(uint32_t n, int head_side, const float *restrict x,
+			     const float *restrict r, float *restrict q);
+typedef void (*kge_query_back_fn)(uint32_t n, int head_side, const float *restrict x,
+				  const float *restrict r, const float *restrict gq,
+				  float *restrict gx, float *restrict gr);
+
+/*
+ * The step of the families whose pairs are (query of the kept entity and
+ * the relation, a candidate entity) in one form: per chunk, its rows, the
+ * queries, the pair kernel, then each query's gradient back through f.
+ * Called with constant form, clamp, query and back, so each family's step
+ * compiles to its own specialised loop (always inlined: no indirect calls).
+ */
+RDPS_AI void kge_query_step(enum pair_form form, bool clamp, kge_query_fn query,
+			    kge_query_back_fn back, const struct step_args *A, double *pos_sum,
+			    double *neg_sum)
+{
+	const struct rdps_batch *b = A->b;
+	struct step_scratch *sc = A->sc;
+	uint32_t B = b->size, chunk = b->chunk, n = A->m->ent_dim, rd = A->m->rel_dim;
+	int hs = b->neg_head != 0;
+
+	for (uint32_t c = 0, i0 = 0; i0 < B; c++, i0 += chunk) {
+		uint32_t C = B - i0 < chunk ? B - i0 : chunk;
+
+		kge_chunk_rows(A, i0, C, b->neg_ent + (size_t)c * b->neg);
+		for (uint32_t i = 0; i < C; i++) {
+			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
+
+			query(n, hs, A->ent + (size_t)x * n, A->rel + (size_t)b->rel[i0 + i] * rd,
+			      sc->Q + (size_t)i * n);
+		}
+		kge_chunk_pairs(form, clamp, A, C, n, pos_sum, neg_sum);
+		for (uint32_t i = 0; i < C; i++) {
+			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i], r = b->rel[i0 + i];
+
+			back(n, hs, A->ent + (size_t)x * n, A->rel + (size_t)r * rd, sc->gqp[i],
+			     A->eg + (size_t)x * n, A->rg + (size_t)r * rd);
+		}
+	}
+}
+
 #endif /* RDPS_TRAINER_MODEL_KERNELS_H */

@@ -95,27 +95,7 @@ RDPS_AI void simple_query_backward(uint32_t n, int head_side, const float *restr
 RDPS_KGE_CLONES
 static void simple_step(const struct step_args *A, double *pos_sum, double *neg_sum)
 {
-	const struct rdps_batch *b = A->b;
-	struct step_scratch *sc = A->sc;
-	uint32_t B = b->size, chunk = b->chunk, n = A->m->ent_dim, rd = A->m->rel_dim;
-	int hs = b->neg_head != 0;
-
-	for (uint32_t c = 0, i0 = 0; i0 < B; c++, i0 += chunk) {
-		uint32_t C = B - i0 < chunk ? B - i0 : chunk;
-		kge_chunk_rows(A, i0, C, b->neg_ent + (size_t)c * b->neg);
-		for (uint32_t i = 0; i < C; i++) {
-			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
-			simple_query(n, hs, A->ent + (size_t)x * n,
-				     A->rel + (size_t)b->rel[i0 + i] * rd, sc->Q + (size_t)i * n);
-		}
-		kge_chunk_pairs(FORM_DOT, true, A, C, n, pos_sum, neg_sum);
-		for (uint32_t i = 0; i < C; i++) {
-			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i], r = b->rel[i0 + i];
-			simple_query_backward(n, hs, A->ent + (size_t)x * n,
-					      A->rel + (size_t)r * rd, sc->gqp[i],
-					      A->eg + (size_t)x * n, A->rg + (size_t)r * rd);
-		}
-	}
+	kge_query_step(FORM_DOT, true, simple_query, simple_query_backward, A, pos_sum, neg_sum);
 }
 
 static void simple_eval_query(const struct rdps_model *m, int head_side, const float *x,

@@ -62,8 +62,10 @@ RDPS_AI void transe_query(uint32_t n, int head_side, const float *restrict x,
 			q[k] = x[k] + r[k];
 }
 
-/* Adds dL/dx and dL/dr given gq = dL/dq. */
-RDPS_AI void transe_query_backward(uint32_t n, int head_side, const float *restrict gq,
+/* Adds dL/dx and dL/dr given gq = dL/dq (q = x + r, or x - r on the head
+ * side: neither row's value enters). */
+RDPS_AI void transe_query_backward(uint32_t n, int head_side, const float *restrict x,
+				   const float *restrict r, const float *restrict gq,
 				   float *restrict gx, float *restrict gr)
 {
 	for (uint32_t k = 0; k < n; k++)
@@ -76,41 +78,16 @@ RDPS_AI void transe_query_backward(uint32_t n, int head_side, const float *restr
 			gr[k] += gq[k];
 }
 
-RDPS_AI void transe_step(enum pair_form form, const struct step_args *A, double *pos_sum,
-			 double *neg_sum)
-{
-	const struct rdps_batch *b = A->b;
-	struct step_scratch *sc = A->sc;
-	uint32_t B = b->size, chunk = b->chunk, n = A->m->ent_dim, rd = A->m->rel_dim;
-	int hs = b->neg_head != 0;
-
-	for (uint32_t c = 0, i0 = 0; i0 < B; c++, i0 += chunk) {
-		uint32_t C = B - i0 < chunk ? B - i0 : chunk;
-		kge_chunk_rows(A, i0, C, b->neg_ent + (size_t)c * b->neg);
-		for (uint32_t i = 0; i < C; i++) {
-			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
-			transe_query(n, hs, A->ent + (size_t)x * n,
-				     A->rel + (size_t)b->rel[i0 + i] * rd, sc->Q + (size_t)i * n);
-		}
-		kge_chunk_pairs(form, false, A, C, n, pos_sum, neg_sum);
-		for (uint32_t i = 0; i < C; i++) {
-			uint32_t x = hs ? b->tail[i0 + i] : b->head[i0 + i];
-			transe_query_backward(n, hs, sc->gqp[i], A->eg + (size_t)x * n,
-					      A->rg + (size_t)b->rel[i0 + i] * rd);
-		}
-	}
-}
-
 RDPS_KGE_CLONES
 static void transe_l1_step(const struct step_args *A, double *pos_sum, double *neg_sum)
 {
-	transe_step(FORM_L1, A, pos_sum, neg_sum);
+	kge_query_step(FORM_L1, false, transe_query, transe_query_backward, A, pos_sum, neg_sum);
 }
 
 RDPS_KGE_CLONES
 static void transe_l2_step(const struct step_args *A, double *pos_sum, double *neg_sum)
 {
-	transe_step(FORM_L2, A, pos_sum, neg_sum);
+	kge_query_step(FORM_L2, false, transe_query, transe_query_backward, A, pos_sum, neg_sum);
 }
 
 static void transe_eval_query(const struct rdps_model *m, int head_side, const float *x,
