@@ -281,29 +281,20 @@ int rdps_cmd_emb_sim(int argc, char **argv)
 			"items (%zu, %zu)\n", j.n[0], j.n[1]);
 		goto out;
 	}
-	j.out = fopen(output, "w");
-	if (!j.out) {
-		fprintf(stderr, "rdps emb_sim: cannot write --output %s: %s\n", output,
-			strerror(errno));
+	j.out = infer_output_open("emb_sim", output, "left\tright\tscore\n");
+	if (!j.out)
 		goto out;
-	}
 	if (infer_topk_init(&tk, (size_t)topk)) {
 		fprintf(stderr, "rdps emb_sim: out of memory for --topK %ld\n", topk);
 		goto out;
 	}
-	fprintf(j.out, "left\tright\tscore\n");
 	run(&j, mode, &tk);
-	if (fflush(j.out) || ferror(j.out)) {
-		fprintf(stderr, "rdps emb_sim: writing %s: %s\n", output, strerror(errno));
-		goto out;
-	}
-	infer_done(output);
 	rc = 0;
 out:
-	if (j.out && fclose(j.out) && !rc) {
-		fprintf(stderr, "rdps emb_sim: writing %s: %s\n", output, strerror(errno));
+	if (infer_output_close("emb_sim", output, j.out))
 		rc = 1;
-	}
+	else if (!rc)
+		infer_done(output);
 	infer_topk_free(&tk);
 	free(lists[0]);
 	free(lists[1]);

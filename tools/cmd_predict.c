@@ -330,29 +330,20 @@ int rdps_cmd_predict(int argc, char **argv)
 			p.n[1], p.n[2]);
 		goto out;
 	}
-	p.out = fopen(output, "w");
-	if (!p.out) {
-		fprintf(stderr, "rdps predict: cannot write --output %s: %s\n", output,
-			strerror(errno));
+	p.out = infer_output_open("predict", output, "head\trel\ttail\tscore\n");
+	if (!p.out)
 		goto out;
-	}
 	if (infer_topk_init(&tk, (size_t)topk)) {
 		fprintf(stderr, "rdps predict: out of memory for --topK %ld\n", topk);
 		goto out;
 	}
-	fprintf(p.out, "head\trel\ttail\tscore\n");
 	run(&p, mode, &tk);
-	if (fflush(p.out) || ferror(p.out)) {
-		fprintf(stderr, "rdps predict: writing %s: %s\n", output, strerror(errno));
-		goto out;
-	}
-	infer_done(output);
 	rc = 0;
 out:
-	if (p.out && fclose(p.out) && !rc) {
-		fprintf(stderr, "rdps predict: writing %s: %s\n", output, strerror(errno));
+	if (infer_output_close("predict", output, p.out))
 		rc = 1;
-	}
+	else if (!rc)
+		infer_done(output);
 	infer_topk_free(&tk);
 	for (int k = 0; k < 3; k++)
 		free(lists[k]);

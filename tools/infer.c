@@ -142,3 +142,30 @@ void infer_done(const char *output)
 {
 	printf("Inference Done\nThe result is saved in %s\n", output);
 }
+
+FILE *infer_output_open(const char *cmd, const char *path, const char *header)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		fprintf(stderr, "rdps %s: cannot write --output %s: %s\n", cmd, path, strerror(errno));
+		return NULL;
+	}
+	fputs(header, f);
+	return f;
+}
+
+int infer_output_close(const char *cmd, const char *path, FILE *f)
+{
+	int bad;
+
+	if (!f)
+		return 0;
+	bad = fflush(f) || ferror(f);
+	bad |= fclose(f) != 0;
+	if (bad) {
+		fprintf(stderr, "rdps %s: writing %s: %s\n", cmd, path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}

@@ -41,6 +41,13 @@ void infer_topk_free(struct infer_topk *t);
  * read back, fixed notation for exponents -4..15. */
 void infer_repr_f32(double v, char *buf, size_t len);
 
+/* The --output file of rdps CMD, its header line written; NULL after
+ * printing why. */
+FILE *infer_output_open(const char *cmd, const char *path, const char *header);
+
+/* Flushes and closes it (f may be NULL): 0, or -1 after printing why. */
+int infer_output_close(const char *cmd, const char *path, FILE *f);
+
 /* Writes "Inference Done" and where the result went, as DGL-KE does. */
 void infer_done(const char *output);
 
