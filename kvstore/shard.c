@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 /* Shards: rows of one table on one server, and the optimizers that update
- * them. One writer per shard (the server's progress thread); readers (RDMA
- * READs, or threads sharing the memory) check the rows' checksums (see the
- * row layout in rdps/kvstore.h). */
+ * them. Any thread may apply pushes: rows are split into stripes, each
+ * behind a lock, so a row has one writer at any time (what the checksum
+ * needs: writes to a row never overlap); readers (RDMA READs, or threads
+ * sharing the memory) check the rows' checksums (see the row layout in
+ * rdps/kvstore.h). A push is applied by the thread that received it, with
+ * no hand-off: its rows are sorted, so it takes each stripe's lock once. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,11 +33,52 @@ struct rdps_shard {
 	float *state;          /* Adagrad: a float per row part, or dim floats per row */
 	uint32_t nparts;       /* row parts (1: the whole row) */
 	uint32_t part_end[RDPS_ROW_PARTS_MAX]; /* first column after each part */
-	/* Scratch for rdps_shard_apply; grows to the largest push, then stays. */
-	struct id_slot *slots;
-	size_t slots_cap;
-	float *acc;            /* dim floats: summed gradient of one id */
+	pthread_mutex_t *locks; /* one per stripe of 1 << stripe_shift rows */
+	uint32_t stripe_shift;
+	uint64_t nstripes;
+	bool concurrent;       /* other threads may write while one reads */
+	uint64_t lock_waits;   /* applies that found a stripe locked by another */
 };
+
+/* Scratch of the applying thread; grows to the largest push, then stays
+ * until the thread exits. */
+struct apply_scratch {
+	struct id_slot *slots;
+	size_t slots_bytes;
+	float *acc;            /* summed gradient of one id */
+	size_t acc_bytes;
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p)
+{
+	struct apply_scratch *sc = p;
+
+	free(sc->slots);
+	free(sc->acc);
+	free(sc);
+}
+
+static void scratch_init(void)
+{
+	if (pthread_key_create(&scratch_key, scratch_free))
+		abort();
+}
+
+static struct apply_scratch *thread_scratch(void)
+{
+	struct apply_scratch *sc;
+
+	pthread_once(&scratch_once, scratch_init);
+	sc = pthread_getspecific(scratch_key);
+	if (!sc && (sc = calloc(1, sizeof(*sc))) && pthread_setspecific(scratch_key, sc)) {
+		free(sc);
+		sc = NULL;
+	}
+	return sc;
+}
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -84,7 +129,7 @@ static inline uint64_t *row_version(char *row)
 /* Starts a write of a row: returns its new version, stored already. */
 static inline uint64_t row_begin(char *row)
 {
-	/* One writer per shard: no one else moves the version. */
+	/* The caller holds the row's stripe lock: no one else moves the version. */
 	uint64_t v = *row_version(row) + 1;
 
 	/* Atomic stores only keep each word whole; no fence anywhere in a
@@ -168,11 +213,18 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 			goto err_free_base;
 		}
 	}
-	s->acc = aligned_alloc(64, RDPS_ALIGN_UP((size_t)s->dim * sizeof(float), 64));
-	if (!s->acc) {
+	/* At most 64k stripes: a small table (relations) gets a lock per row,
+	 * a big one's locks stay a few MB. */
+	while ((nrows >> s->stripe_shift) > 65536)
+		s->stripe_shift++;
+	s->nstripes = nrows ? ((nrows - 1) >> s->stripe_shift) + 1 : 1;
+	s->locks = malloc(s->nstripes * sizeof(*s->locks));
+	if (!s->locks) {
 		ret = -ENOMEM;
 		goto err_free_state;
 	}
+	for (uint64_t k = 0; k < s->nstripes; k++)
+		pthread_mutex_init(&s->locks[k], NULL);
 	*out = s;
 	return 0;
 
@@ -189,8 +241,9 @@ void rdps_shard_destroy(struct rdps_shard *s)
 {
 	if (!s)
 		return;
-	free(s->acc);
-	free(s->slots);
+	for (uint64_t k = 0; s->locks && k < s->nstripes; k++)
+		pthread_mutex_destroy(&s->locks[k]);
+	free(s->locks);
 	free(s->state);
 	free(s->base);
 	free(s);
@@ -223,16 +276,47 @@ int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,
 	return 0;
 }
 
+static inline pthread_mutex_t *stripe_lock(const struct rdps_shard *s, uint64_t local)
+{
+	return &s->locks[local >> s->stripe_shift];
+}
+
+void rdps_shard_set_concurrent(struct rdps_shard *s, bool concurrent)
+{
+	s->concurrent = concurrent;
+}
+
+uint64_t rdps_shard_lock_waits(const struct rdps_shard *s)
+{
+	return __atomic_load_n(&s->lock_waits, __ATOMIC_RELAXED);
+}
+
 void rdps_shard_read(const struct rdps_shard *s, const uint64_t *ids,
 		     uint32_t n, float *out)
 {
 	size_t bytes = (size_t)s->dim * sizeof(float);
 
-	/* The only writer is the caller's own thread (TCP/in-process servers
-	 * apply pushes on the thread that serves pulls), so no validation. */
-	for (uint32_t i = 0; i < n; i++)
-		memcpy(out + (size_t)i * s->dim,
-		       row_data(row_ptr(s, ids[i] - s->lo)), bytes);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t local = ids[i] - s->lo;
+		const char *row = row_ptr(s, local);
+		float *o = out + (size_t)i * s->dim;
+		int tries = 0;
+
+		if (!s->concurrent) {
+			/* The only writer is this thread: the row is whole. */
+			memcpy(o, row + RDPS_ROW_DATA_OFFSET, bytes);
+			continue;
+		}
+		/* Lock-free while no write overlaps; a row written over and
+		 * over is read under its lock, so every read ends. */
+		while (rdps_row_read_validated(row, s->dim, o) && ++tries < 8)
+			;
+		if (tries == 8) {
+			pthread_mutex_lock(stripe_lock(s, local));
+			memcpy(o, row + RDPS_ROW_DATA_OFFSET, bytes);
+			pthread_mutex_unlock(stripe_lock(s, local));
+		}
+	}
 }
 
 int rdps_row_read_validated(const void *row, uint32_t dim, float *out)
@@ -302,41 +386,57 @@ static inline int apply_all(struct rdps_shard *s, const uint64_t *ids,
 			    const float *grads, uint32_t n, int opt)
 {
 	const uint32_t dim = s->dim;
+	struct apply_scratch *sc = thread_scratch();
+	pthread_mutex_t *held = NULL;
 	struct id_slot *sl;
-	size_t cap_bytes = s->slots_cap * sizeof(*s->slots);
 	int ret;
 
-	ret = rdps_reserve((void **)&s->slots, &cap_bytes, (size_t)n * sizeof(*sl));
+	if (!sc)
+		return -ENOMEM;
+	ret = rdps_reserve((void **)&sc->slots, &sc->slots_bytes, (size_t)n * sizeof(*sl));
+	if (!ret)
+		ret = rdps_reserve((void **)&sc->acc, &sc->acc_bytes, (size_t)dim * sizeof(float));
 	if (ret)
 		return ret;
-	s->slots_cap = cap_bytes / sizeof(*s->slots);
-	sl = s->slots;
+	sl = sc->slots;
 	for (uint32_t i = 0; i < n; i++) {
 		sl[i].row = ids[i] - s->lo;
 		sl[i].idx = i;
 	}
 	/* Sorting groups duplicates (summed in push order, so results are
-	 * deterministic) and walks rows in address order. */
+	 * deterministic) and walks rows in address order, a stripe at a time. */
 	qsort(sl, n, sizeof(*sl), slot_cmp);
 	for (uint32_t i = 0; i < n;) {
+		pthread_mutex_t *lock = stripe_lock(s, sl[i].row);
 		uint32_t j = i + 1;
 
+		if (lock != held) {
+			if (held)
+				pthread_mutex_unlock(held);
+			if (pthread_mutex_trylock(lock)) {
+				__atomic_fetch_add(&s->lock_waits, 1, __ATOMIC_RELAXED);
+				pthread_mutex_lock(lock);
+			}
+			held = lock;
+		}
 		while (j < n && sl[j].row == sl[i].row)
 			j++;
 		if (j - i == 1) {
 			update_row(s, sl[i].row, grads + (size_t)sl[i].idx * dim, opt);
 		} else {
-			memcpy(s->acc, grads + (size_t)sl[i].idx * dim, dim * sizeof(float));
+			memcpy(sc->acc, grads + (size_t)sl[i].idx * dim, dim * sizeof(float));
 			for (uint32_t k = i + 1; k < j; k++) {
 				const float *g = grads + (size_t)sl[k].idx * dim;
 
 				for (uint32_t d = 0; d < dim; d++)
-					s->acc[d] += g[d];
+					sc->acc[d] += g[d];
 			}
-			update_row(s, sl[i].row, s->acc, opt);
+			update_row(s, sl[i].row, sc->acc, opt);
 		}
 		i = j;
 	}
+	if (held)
+		pthread_mutex_unlock(held);
 	return 0;
 }
 
@@ -364,28 +464,56 @@ uint64_t rdps_shard_state_floats(const struct rdps_shard *s)
 	return 0;
 }
 
+/* Row-state floats per row of the optimizer (see rdps_shard_state_floats). */
+static uint64_t state_per_row(const struct rdps_shard *s)
+{
+	return s->optimizer == RDPS_OPT_ADAGRAD_ROW ? s->nparts
+	       : s->optimizer == RDPS_OPT_ADAGRAD  ? s->dim
+						    : 0;
+}
+
+/* Each stripe is copied under its lock: every row (with its optimizer
+ * state) as of one moment, while pushes go on to the other stripes. */
 void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state)
 {
-	uint64_t n = s->hi - s->lo;
+	uint64_t n = s->hi - s->lo, spr = state && s->state ? state_per_row(s) : 0;
 
-	for (uint64_t i = 0; i < n; i++)
-		memcpy(rows + i * s->dim, row_data(row_ptr(s, i)), (size_t)s->dim * 4);
-	if (state && s->state)
-		memcpy(state, s->state, rdps_shard_state_floats(s) * sizeof(float));
+	for (uint64_t k = 0; k < s->nstripes && n; k++) {
+		uint64_t first = k << s->stripe_shift, end = (k + 1) << s->stripe_shift;
+
+		if (end > n)
+			end = n;
+		pthread_mutex_lock(&s->locks[k]);
+		for (uint64_t i = first; i < end; i++)
+			memcpy(rows + i * s->dim, row_data(row_ptr(s, i)), (size_t)s->dim * 4);
+		if (spr)
+			memcpy(state + first * spr, s->state + first * spr,
+			       (end - first) * spr * sizeof(float));
+		pthread_mutex_unlock(&s->locks[k]);
+	}
 }
 
 void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *state)
 {
-	uint64_t n = s->hi - s->lo;
+	uint64_t n = s->hi - s->lo, spr = state && s->state ? state_per_row(s) : 0;
 
-	for (uint64_t i = 0; i < n; i++) {
-		char *row = row_ptr(s, i);
-		uint64_t v = row_begin(row);
+	for (uint64_t k = 0; k < s->nstripes && n; k++) {
+		uint64_t first = k << s->stripe_shift, end = (k + 1) << s->stripe_shift;
 
-		/* The same protocol as an update (see update_row). */
-		memcpy(row_data(row), rows + i * s->dim, (size_t)s->dim * 4);
-		row_seal(row, row_data(row), s->dim, v);
+		if (end > n)
+			end = n;
+		pthread_mutex_lock(&s->locks[k]);
+		for (uint64_t i = first; i < end; i++) {
+			char *row = row_ptr(s, i);
+			uint64_t v = row_begin(row);
+
+			/* The same protocol as an update (see update_row). */
+			memcpy(row_data(row), rows + i * s->dim, (size_t)s->dim * 4);
+			row_seal(row, row_data(row), s->dim, v);
+		}
+		if (spr)
+			memcpy(s->state + first * spr, state + first * spr,
+			       (end - first) * spr * sizeof(float));
+		pthread_mutex_unlock(&s->locks[k]);
 	}
-	if (state && s->state)
-		memcpy(s->state, state, rdps_shard_state_floats(s) * sizeof(float));
 }

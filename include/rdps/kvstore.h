@@ -179,10 +179,20 @@ struct rdps_shard_info {
 void rdps_shard_info(const struct rdps_shard *s, struct rdps_shard_info *info);
 
 /* Copies rows of global ids[0..n) (each in [lo, hi)) densely into out
- * (n * dim floats). Returns 0 or -ERANGE naming nothing; callers check ids
- * first with rdps_shard_check_ids when they come from the wire. */
+ * (n * dim floats); callers check ids first with rdps_shard_check_ids when
+ * they come from the wire. With rdps_shard_set_concurrent(true) each row is
+ * whole even while other threads apply pushes (checked by its checksum,
+ * read under its lock if writes keep overlapping); without, the caller must
+ * be the only writer. */
 void rdps_shard_read(const struct rdps_shard *s, const uint64_t *ids,
 		     uint32_t n, float *out);
+
+/* Whether other threads may apply pushes while one reads (a server with
+ * several threads, or clients applying in their own threads). */
+void rdps_shard_set_concurrent(struct rdps_shard *s, bool concurrent);
+
+/* How often an apply waited for a stripe another thread held (contention). */
+uint64_t rdps_shard_lock_waits(const struct rdps_shard *s);
 
 /* Returns 0 if every id is in [lo, hi), else -ERANGE and *bad = first bad id. */
 int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,
@@ -190,9 +200,10 @@ int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,
 
 /* Applies gradients grads (n * dim floats) for global ids (in range):
  * gradients of the same id are summed first, then the optimizer updates
- * each distinct row once, with the checksum protocol above. Not thread-safe
- * against other writers of the same shard (one writer per shard); readers
- * may run concurrently. Returns 0 or -ENOMEM. */
+ * each distinct row once, with the checksum protocol above, holding the
+ * lock of the row's stripe: any number of threads may apply at once (a row
+ * has one writer at any time), readers may run concurrently. Scratch is the
+ * calling thread's own. Returns 0 or -ENOMEM. */
 int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
 		     const float *grads, uint32_t n);
 
@@ -202,7 +213,8 @@ uint64_t rdps_shard_state_floats(const struct rdps_shard *s);
 
 /* Copies the rows [lo, hi) densely into rows ((hi-lo) * dim floats) and
  * the optimizer state into state (rdps_shard_state_floats; may be NULL if
- * 0). Same thread rules as rdps_shard_apply (the writer's thread). */
+ * 0). Safe while other threads apply: each stripe of rows is copied under
+ * its lock, so every row (with its state) is as of one moment. */
 void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state);
 
 /* Replaces every row and the optimizer state (same layout as export);
