@@ -1,6 +1,17 @@
 // SPDX-License-Identifier: MIT
-/* The server core: request semantics on top of any transport. */
+/*
+ * The server core: request semantics on top of any transport.
+ *
+ * Threads (--num_server_threads): the transport serves its connections from
+ * num_threads threads (each with its own connections), and the core's
+ * handler runs in all of them. Pulls and pushes touch only the shards (safe
+ * from any thread: rdps_shard_apply locks row stripes) and atomic counters;
+ * the job's state (hello, barrier, allreduce, shutdown) is behind one lock,
+ * taken only by those rare requests. A checkpoint runs in its own thread,
+ * copying each stripe of rows under its lock: pushes never wait for it.
+ */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +25,17 @@
 struct rdps_server {
 	const struct rdps_transport_ops *ops;
 	struct rdps_tserver *ts;
+	uint32_t num_threads;     /* the transport's progress threads */
+	pthread_mutex_t lock;     /* the job's state below, and the checkpoint's */
+	pthread_mutex_t ckpt_lock; /* one checkpoint written at a time */
+	pthread_t ckpt_thread;
+	bool ckpt_running;        /* ckpt_thread started and not joined */
+	bool ckpt_active;         /* ckpt_thread still answers new waiters */
+	uint32_t ckpt_nwaiters;   /* checkpoint requests answered when it ends */
+	uint64_t ckpt_waiters[64];
+	pthread_t *workers;       /* progress threads 1..num_workers */
+	uint32_t num_workers;
+	int worker_ret;           /* the first fatal transport error of a worker */
 	uint32_t server_id, num_servers, num_tables;
 	struct rdps_shard *shards[RDPS_MAX_TABLES];
 	struct rdps_server_stats stats;
@@ -68,21 +90,12 @@ static void job_reset(struct rdps_server *s)
 }
 
 /* Push counts for a job of n clients, all zero (the counts of another job
- * size belong to other clients). */
+ * size belong to other clients). The arrays have room for the largest job:
+ * pushes add to them from every thread without a lock, so they never move. */
 static int rows_resize(struct rdps_server *s, uint32_t n)
 {
-	uint64_t *applied = calloc(n, sizeof(uint64_t));
-	uint8_t *met = calloc(n, 1);
-
-	if (!applied || !met) {
-		free(applied);
-		free(met);
-		return -ENOMEM;
-	}
-	free(s->rows_applied);
-	free(s->rows_met);
-	s->rows_applied = applied;
-	s->rows_met = met;
+	memset(s->rows_applied, 0, (size_t)n * sizeof(uint64_t));
+	memset(s->rows_met, 0, n);
 	s->rows_clients = n;
 	s->rows_unknown = false;
 	return 0;
@@ -114,7 +127,7 @@ static void rows_hello(struct rdps_server *s, struct rdps_request *req)
 				  "previous connection were never applied", s->server_id, c,
 				  (unsigned long long)lost);
 	} else if (s->restored_seq) {
-		s->stats.rolled_back_rows += lost;
+		RDPS_STAT_ADD(s->stats.rolled_back_rows, lost);
 		s->restore_rolled += lost;
 		if (lost)
 			rdps_warn("server %u: client %u reconnected after a restore: %llu of its "
@@ -129,7 +142,7 @@ static void rows_hello(struct rdps_server *s, struct rdps_request *req)
 				  s->server_id, (unsigned long long)s->restored_seq,
 				  (unsigned long long)s->restore_rolled);
 	} else if (lost) {
-		s->stats.rolled_back_rows += lost;
+		RDPS_STAT_ADD(s->stats.rolled_back_rows, lost);
 		rdps_warn("server %u: client %u reconnected to this server, started without a "
 			  "checkpoint: the %llu rows it pushed to the one before were lost",
 			  s->server_id, c, (unsigned long long)lost);
@@ -295,24 +308,62 @@ static int check_rows(struct rdps_server *s, struct rdps_request *req)
 	return 0;
 }
 
-static int handle(void *ctx, struct rdps_request *req)
+/* A consistent-enough copy of counters other threads add to (each field
+ * whole; fields taken one after the other). */
+static void stats_copy(const struct rdps_server_stats *from, struct rdps_server_stats *to)
 {
-	struct rdps_server *s = ctx;
-	struct rdps_shard_info info;
+	const uint64_t *f = (const uint64_t *)from;
+	uint64_t *t = (uint64_t *)to;
+
+	_Static_assert(sizeof(*from) % sizeof(uint64_t) == 0, "counters only");
+	for (size_t i = 0; i < sizeof(*from) / sizeof(uint64_t); i++)
+		t[i] = __atomic_load_n(&f[i], __ATOMIC_RELAXED);
+}
+
+static void *checkpoint_main(void *arg);
+
+/* Starts the checkpoint thread (s->lock held, none active): one that ended
+ * is joined first (it is only returning). */
+static int checkpoint_spawn(struct rdps_server *s)
+{
+	if (s->ckpt_running) {
+		pthread_join(s->ckpt_thread, NULL);
+		s->ckpt_running = false;
+	}
+	if (pthread_create(&s->ckpt_thread, NULL, checkpoint_main, s))
+		return -EAGAIN;
+	s->ckpt_running = s->ckpt_active = true;
+	return 0;
+}
+
+/* A checkpoint request: answered when the checkpoint thread is done, so the
+ * connection's thread (and its pushes) goes on meanwhile. Called locked. */
+static int checkpoint_async(struct rdps_server *s, struct rdps_request *req)
+{
+	if (!s->ckpt_dir) {
+		snprintf(req->errmsg, req->errlen,
+			 "server %u was started without a checkpoint directory", s->server_id);
+		return -EOPNOTSUPP;
+	}
+	if (s->ckpt_nwaiters == RDPS_ARRAY_SIZE(s->ckpt_waiters)) {
+		snprintf(req->errmsg, req->errlen, "%u checkpoint requests are waiting already",
+			 s->ckpt_nwaiters);
+		return -EBUSY;
+	}
+	s->ckpt_waiters[s->ckpt_nwaiters++] = req->token;
+	if (!s->ckpt_active && checkpoint_spawn(s)) {
+		s->ckpt_nwaiters--;
+		snprintf(req->errmsg, req->errlen, "no thread for the checkpoint");
+		return -EAGAIN;
+	}
+	return RDPS_REPLY_DEFERRED;
+}
+
+/* The job's requests: rare, and serialised by s->lock. */
+static int handle_control(struct rdps_server *s, struct rdps_request *req)
+{
 	int ret = 0;
 
-	if (req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
-	    req->type != RDPS_REQ_STATS && req->type != RDPS_REQ_SHUTDOWN &&
-	    req->type != RDPS_REQ_CHECKPOINT) {
-		snprintf(req->errmsg, req->errlen,
-			 "an observer connection may only ask for stats, checkpoint or shutdown");
-		return -EPERM;
-	}
-	if (!req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
-	    (!s->num_clients || req->client_id >= s->num_clients)) {
-		snprintf(req->errmsg, req->errlen, "request from a client outside the job");
-		return -EPROTO;
-	}
 	switch (req->type) {
 	case RDPS_REQ_HELLO:
 		req->welcome.instance = s->instance;
@@ -324,46 +375,12 @@ static int handle(void *ctx, struct rdps_request *req)
 		if (!req->observer)
 			handle_bye(s, req);
 		return 0;
-	case RDPS_REQ_PULL:
-		ret = check_rows(s, req);
-		if (ret)
-			break;
-		rdps_shard_read(s->shards[req->table], req->ids, req->n, req->rows_out);
-		rdps_shard_info(s->shards[req->table], &info);
-		s->stats.rows_pulled += req->n;
-		s->stats.bytes_in += 8 + (uint64_t)req->n * 8;
-		s->stats.bytes_out += (uint64_t)req->n * info.dim * 4;
-		break;
-	case RDPS_REQ_PUSH:
-		ret = check_rows(s, req);
-		if (ret)
-			break;
-		ret = rdps_shard_apply(s->shards[req->table], req->ids, req->grads, req->n);
-		if (ret)
-			break;
-		rdps_shard_info(s->shards[req->table], &info);
-		s->stats.rows_pushed += req->n;
-		/* client_id < num_clients == rows_clients (handle_hello) */
-		s->rows_applied[req->client_id] += req->n;
-		s->stats.bytes_in += 8 + (uint64_t)req->n * (8 + info.dim * 4);
-		break;
-	case RDPS_REQ_FLUSH:
-		/* Requests of a connection are handled in order: every earlier
-		 * push is applied by now. */
-		break;
 	case RDPS_REQ_BARRIER:
 	case RDPS_REQ_ALLREDUCE:
 		ret = handle_collective(s, req);
 		break;
-	case RDPS_REQ_STATS:
-		if (req->reply_cap < sizeof(s->stats))
-			return -EINVAL;
-		s->stats.requests[RDPS_REQ_STATS]++;
-		memcpy(req->reply, &s->stats, sizeof(s->stats));
-		req->reply_len = sizeof(s->stats);
-		return 0;
 	case RDPS_REQ_CHECKPOINT:
-		ret = rdps_server_checkpoint(s, req->errmsg, req->errlen);
+		ret = checkpoint_async(s, req);
 		break;
 	case RDPS_REQ_SHUTDOWN:
 		if (s->keep_alive && !req->observer) {
@@ -381,8 +398,71 @@ static int handle(void *ctx, struct rdps_request *req)
 		snprintf(req->errmsg, req->errlen, "unknown request type %u", req->type);
 		return -EOPNOTSUPP;
 	}
+	return ret;
+}
+
+static int handle(void *ctx, struct rdps_request *req)
+{
+	struct rdps_server *s = ctx;
+	struct rdps_shard_info info;
+	int ret = 0;
+
+	if (req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
+	    req->type != RDPS_REQ_STATS && req->type != RDPS_REQ_SHUTDOWN &&
+	    req->type != RDPS_REQ_CHECKPOINT) {
+		snprintf(req->errmsg, req->errlen,
+			 "an observer connection may only ask for stats, checkpoint or shutdown");
+		return -EPERM;
+	}
+	/* num_clients changes only when no client of the job is connected. */
+	if (!req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
+	    req->client_id >= __atomic_load_n(&s->num_clients, __ATOMIC_RELAXED)) {
+		snprintf(req->errmsg, req->errlen, "request from a client outside the job");
+		return -EPROTO;
+	}
+	switch (req->type) {
+	case RDPS_REQ_PULL:
+		ret = check_rows(s, req);
+		if (ret)
+			break;
+		rdps_shard_read(s->shards[req->table], req->ids, req->n, req->rows_out);
+		rdps_shard_info(s->shards[req->table], &info);
+		RDPS_STAT_ADD(s->stats.rows_pulled, req->n);
+		RDPS_STAT_ADD(s->stats.bytes_in, 8 + (uint64_t)req->n * 8);
+		RDPS_STAT_ADD(s->stats.bytes_out, (uint64_t)req->n * info.dim * 4);
+		break;
+	case RDPS_REQ_PUSH:
+		ret = check_rows(s, req);
+		if (ret)
+			break;
+		ret = rdps_shard_apply(s->shards[req->table], req->ids, req->grads, req->n);
+		if (ret)
+			break;
+		rdps_shard_info(s->shards[req->table], &info);
+		RDPS_STAT_ADD(s->stats.rows_pushed, req->n);
+		/* client_id < num_clients == rows_clients (handle_hello) */
+		RDPS_STAT_ADD(s->rows_applied[req->client_id], req->n);
+		RDPS_STAT_ADD(s->stats.bytes_in, 8 + (uint64_t)req->n * (8 + info.dim * 4));
+		break;
+	case RDPS_REQ_FLUSH:
+		/* Requests of a connection are handled in order, by one thread:
+		 * every earlier push is applied by now. */
+		break;
+	case RDPS_REQ_STATS:
+		if (req->reply_cap < sizeof(s->stats))
+			return -EINVAL;
+		RDPS_STAT_ADD(s->stats.requests[RDPS_REQ_STATS], 1);
+		stats_copy(&s->stats, req->reply);
+		req->reply_len = sizeof(s->stats);
+		return 0;
+	default:
+		pthread_mutex_lock(&s->lock);
+		ret = handle_control(s, req);
+		pthread_mutex_unlock(&s->lock);
+		break;
+	}
 	if (ret >= 0 && req->type < 16)
-		s->stats.requests[req->type]++;
+		RDPS_STAT_ADD(s->stats.requests[req->type], 1);
 	return ret;
 }
 
@@ -405,14 +485,13 @@ static int restore(struct rdps_server *s, char *err, size_t errlen)
 	s->ckpt_good = s->restored_seq = info.seq;
 	s->restored_age_ms = now_ms > info.time_unix_ms ? now_ms - info.time_unix_ms : 0;
 	s->restore_job_open = true;
-	free(s->rows_applied);
-	free(s->rows_met);
-	s->rows_applied = info.job.pushed_rows;
-	s->rows_clients = info.job.num_clients;
-	s->rows_met = calloc(s->rows_clients ? s->rows_clients : 1, 1);
+	s->rows_clients = info.job.num_clients <= RDPS_MAX_CLIENTS ? info.job.num_clients : 0;
+	if (info.job.pushed_rows)
+		memcpy(s->rows_applied, info.job.pushed_rows,
+		       (size_t)s->rows_clients * sizeof(uint64_t));
+	free(info.job.pushed_rows);
+	memset(s->rows_met, 0, RDPS_MAX_CLIENTS);
 	s->rows_unknown = !info.job_known;
-	if (!s->rows_met)
-		return -ENOMEM;
 	rdps_info("server %u: restored checkpoint %llu of %s/server-%u, written %.1f s before: "
 		  "rows pushed to this server since then are rolled back%s", s->server_id,
 		  (unsigned long long)info.seq, s->ckpt_dir, s->server_id,
@@ -446,7 +525,16 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->ckpt_lock, NULL);
+	/* Sized for the largest job: pushes count into them without a lock. */
+	s->rows_applied = calloc(RDPS_MAX_CLIENTS, sizeof(uint64_t));
+	s->rows_met = calloc(RDPS_MAX_CLIENTS, 1);
 	s->ops = rdps_transport_find(cfg->transport);
+	if (!s->rows_applied || !s->rows_met) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
 	if (!s->ops) {
 		snprintf(err, errlen, "unknown transport '%s' (known: %s)", cfg->transport,
 			 rdps_transport_names());
@@ -541,34 +629,45 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		.secret = cfg->secret, .max_connections = cfg->max_connections,
 		.handshake_timeout_ms = cfg->handshake_timeout_ms,
 		.max_reply_buffer = cfg->max_reply_buffer,
+		.num_threads = cfg->num_threads ? cfg->num_threads : 1,
 	};
 	ret = s->ops->listen(&lp, &s->ts, err, errlen);
 	if (ret)
 		goto err_destroy_shards;
 	s->ts->stats = &s->stats;
+	s->num_threads = s->ts->num_threads ? s->ts->num_threads : 1;
+	if (s->num_threads < lp.num_threads)
+		rdps_warn("server %u: the %s transport serves with %u thread(s), not the %u asked for",
+			  s->server_id, s->ops->name, s->num_threads, lp.num_threads);
+	/* Several threads apply pushes at once: reads must check rows whole. */
+	for (uint32_t t = 0; t < s->num_tables; t++)
+		rdps_shard_set_concurrent(s->shards[t], s->num_threads > 1);
 	*out = s;
 	return 0;
 
 err_destroy_shards:
 	for (uint32_t t = 0; t < cfg->num_tables; t++)
 		rdps_shard_destroy(s->shards[t]);
-	free(s->rows_applied);
-	free(s->rows_met);
 	free(s->ckpt_dir);
 err_free:
+	free(s->rows_applied);
+	free(s->rows_met);
+	pthread_mutex_destroy(&s->ckpt_lock);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return ret;
 }
 
 int rdps_server_poll(struct rdps_server *s, int timeout_ms)
 {
-	return s->ops->progress(s->ts, timeout_ms);
+	return s->ops->progress(s->ts, 0, timeout_ms);
 }
 
 int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
 {
-	struct rdps_ckpt_job job = { s->rows_clients, s->rows_applied };
-	uint64_t t0 = rdps_now_ns(), bytes = 0;
+	struct rdps_ckpt_job job;
+	uint64_t t0 = rdps_now_ns(), bytes = 0, seq, good, pushed0, during;
+	uint64_t *counts = NULL;
 	int ret;
 
 	if (!s->ckpt_dir) {
@@ -576,46 +675,200 @@ int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
 			 s->server_id);
 		return -EOPNOTSUPP;
 	}
-	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_tables, &job,
-			      s->ckpt_seq + 1, s->ckpt_good, &bytes, err, errlen);
+	pthread_mutex_lock(&s->ckpt_lock);
+	/* The push counts as they are now: pushes go on while rows are copied,
+	 * so a row may hold a few more than its client's count says. */
+	pthread_mutex_lock(&s->lock);
+	job.num_clients = s->rows_clients;
+	seq = s->ckpt_seq + 1;
+	good = s->ckpt_good;
+	pthread_mutex_unlock(&s->lock);
+	counts = calloc(job.num_clients ? job.num_clients : 1, sizeof(uint64_t));
+	if (!counts) {
+		pthread_mutex_unlock(&s->ckpt_lock);
+		return -ENOMEM;
+	}
+	for (uint32_t c = 0; c < job.num_clients; c++)
+		counts[c] = __atomic_load_n(&s->rows_applied[c], __ATOMIC_RELAXED);
+	job.pushed_rows = counts;
+	pushed0 = __atomic_load_n(&s->stats.rows_pushed, __ATOMIC_RELAXED);
+	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_tables, &job, seq,
+			      good, &bytes, err, errlen);
+	during = __atomic_load_n(&s->stats.rows_pushed, __ATOMIC_RELAXED) - pushed0;
+	__atomic_store_n(&s->stats.ckpt_rows_during, during, __ATOMIC_RELAXED);
+	free(counts);
+	pthread_mutex_lock(&s->lock);
 	s->ckpt_last_ns = rdps_now_ns();
+	if (!ret)
+		s->ckpt_good = s->ckpt_seq = seq;
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->ckpt_lock);
 	if (ret) {
 		rdps_err("server %u: checkpoint failed: %s", s->server_id, err);
 		return ret;
 	}
-	s->ckpt_good = ++s->ckpt_seq;
-	rdps_info("server %u: checkpoint %llu written (%.1f MB in %.0f ms)", s->server_id,
-		  (unsigned long long)s->ckpt_seq, bytes / 1e6, (s->ckpt_last_ns - t0) / 1e6);
+	rdps_info("server %u: checkpoint %llu written (%.1f MB in %.0f ms; %llu rows pushed "
+		  "meanwhile)", s->server_id, (unsigned long long)seq, bytes / 1e6,
+		  (rdps_now_ns() - t0) / 1e6, (unsigned long long)during);
+	return 0;
+}
+
+/* The checkpoint thread: writes one, answers the requests that wait for it,
+ * and writes another if more came meanwhile. */
+static void *checkpoint_main(void *arg)
+{
+	struct rdps_server *s = arg;
+
+	for (;;) {
+		uint64_t tokens[RDPS_ARRAY_SIZE(s->ckpt_waiters)];
+		uint32_t n;
+		char err[512] = "";
+		int ret;
+
+		pthread_mutex_lock(&s->lock);
+		n = s->ckpt_nwaiters;
+		memcpy(tokens, s->ckpt_waiters, n * sizeof(tokens[0]));
+		s->ckpt_nwaiters = 0;
+		pthread_mutex_unlock(&s->lock);
+		ret = n || !s->stop ? rdps_server_checkpoint(s, err, sizeof(err)) : 0;
+		for (uint32_t i = 0; i < n; i++)
+			s->ops->reply(s->ts, tokens[i], RDPS_REQ_CHECKPOINT, ret, ret ? err : NULL,
+				      ret ? strlen(err) : 0);
+		pthread_mutex_lock(&s->lock);
+		if (!s->ckpt_nwaiters) {
+			/* Requests from now on start another thread. */
+			s->ckpt_active = false;
+			pthread_mutex_unlock(&s->lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/* Starts a checkpoint without a request to answer (the interval's), unless
+ * one is being written. */
+static void checkpoint_start(struct rdps_server *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->ckpt_last_ns = rdps_now_ns(); /* not again before this one ends */
+	if (!s->ckpt_active && checkpoint_spawn(s))
+		rdps_warn("server %u: no thread for the interval's checkpoint; trying again "
+			  "at the next interval", s->server_id);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Joins the checkpoint thread: one that ended, or (wait) once it ends. */
+static void checkpoint_reap(struct rdps_server *s, bool wait)
+{
+	bool join;
+
+	pthread_mutex_lock(&s->lock);
+	join = s->ckpt_running && (wait || !s->ckpt_active);
+	pthread_mutex_unlock(&s->lock);
+	if (!join)
+		return;
+	/* With wait, no progress thread runs any more: no new waiter comes. */
+	pthread_join(s->ckpt_thread, NULL);
+	pthread_mutex_lock(&s->lock);
+	s->ckpt_running = s->ckpt_active = false;
+	pthread_mutex_unlock(&s->lock);
+}
+
+struct worker_arg {
+	struct rdps_server *s;
+	uint32_t thread;
+};
+
+/* Progress threads 1..: serve their own connections until the server stops. */
+static void *worker_main(void *arg)
+{
+	struct worker_arg a = *(struct worker_arg *)arg;
+	struct rdps_server *s = a.s;
+
+	free(arg);
+	while (!s->stop) {
+		int ret = s->ops->progress(s->ts, a.thread, 100);
+
+		if (ret < 0) {
+			rdps_err("server %u: transport thread %u failed: %s", s->server_id, a.thread,
+				 rdps_strerror(ret));
+			__atomic_store_n(&s->worker_ret, ret, __ATOMIC_RELAXED);
+			s->stop = 1;
+		}
+	}
+	return NULL;
+}
+
+static void workers_join(struct rdps_server *s)
+{
+	s->stop = 1;
+	for (uint32_t i = 0; i < s->num_workers; i++)
+		pthread_join(s->workers[i], NULL);
+	free(s->workers);
+	s->workers = NULL;
+	s->num_workers = 0;
+}
+
+static int workers_start(struct rdps_server *s)
+{
+	uint32_t n = s->ts->progress_threads > 1 ? s->ts->progress_threads - 1 : 0;
+
+	if (!n)
+		return 0;
+	s->workers = calloc(n, sizeof(*s->workers));
+	if (!s->workers)
+		return -ENOMEM;
+	while (s->num_workers < n) {
+		struct worker_arg *a = malloc(sizeof(*a));
+
+		if (a) {
+			a->s = s;
+			a->thread = s->num_workers + 1;
+		}
+		if (!a || pthread_create(&s->workers[s->num_workers], NULL, worker_main, a)) {
+			free(a);
+			workers_join(s);
+			return -EAGAIN;
+		}
+		s->num_workers++;
+	}
 	return 0;
 }
 
 int rdps_server_run(struct rdps_server *s)
 {
+	int ret = workers_start(s);
+
+	if (ret) {
+		rdps_err("server %u: cannot start %u transport threads: %s", s->server_id,
+			 s->ts->progress_threads - 1, rdps_strerror(ret));
+		return ret;
+	}
 	while (!s->stop) {
 		/* A short timeout bounds how long a stop request waits. */
-		int ret = s->ops->progress(s->ts, 100);
-
+		ret = s->ops->progress(s->ts, 0, 100);
 		if (ret < 0) {
 			rdps_err("server %u: transport failed: %s", s->server_id,
 				 rdps_strerror(ret));
-			return ret;
+			break;
 		}
-		if (s->connected)
+		ret = 0;
+		if (__atomic_load_n(&s->connected, __ATOMIC_RELAXED))
 			s->last_client_ns = rdps_now_ns();
 		else if (s->job_timeout_ns && rdps_now_ns() - s->last_client_ns >= s->job_timeout_ns) {
 			/* The job is gone (or never came): do not linger. */
 			rdps_warn("server %u: no client of the job for %.1f s; exiting", s->server_id,
 				  s->job_timeout_ns / 1e9);
-			s->stop = 1;
 			break;
 		}
-		if (s->ckpt_interval_ns && rdps_now_ns() - s->ckpt_last_ns >= s->ckpt_interval_ns) {
-			char err[512];
-
-			rdps_server_checkpoint(s, err, sizeof(err));
-		}
+		/* Written by its own thread: pushes go on meanwhile. */
+		if (s->ckpt_interval_ns && rdps_now_ns() - s->ckpt_last_ns >= s->ckpt_interval_ns)
+			checkpoint_start(s);
+		checkpoint_reap(s, false);
 	}
-	return 0;
+	workers_join(s);
+	checkpoint_reap(s, true);
+	return ret ? ret : __atomic_load_n(&s->worker_ret, __ATOMIC_RELAXED);
 }
 
 void rdps_server_stop(struct rdps_server *s)
@@ -677,6 +930,8 @@ void rdps_server_destroy(struct rdps_server *s)
 {
 	if (!s)
 		return;
+	workers_join(s);
+	checkpoint_reap(s, true);
 	if (s->ts)
 		s->ops->destroy(s->ts, 2000);
 	for (uint32_t t = 0; t < s->num_tables; t++)
@@ -685,5 +940,7 @@ void rdps_server_destroy(struct rdps_server *s)
 	free(s->rows_applied);
 	free(s->rows_met);
 	free(s->ckpt_dir);
+	pthread_mutex_destroy(&s->ckpt_lock);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

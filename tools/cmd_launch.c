@@ -66,6 +66,8 @@ static void usage(FILE *f)
 "                         trainers in all: N x machines with trainers\n"
 "  --num_servers N        servers per machine: checked against the ip_config, or\n"
 "                         the count written into it (slurm; default 1)\n"
+"  --num_server_threads N threads of each server (1..64, default 1; DGL's knob),\n"
+"                         given to rdps server\n"
 "  --trainer_hosts H,...  machines that run trainers only; the ip_config's machines\n"
 "                         then run servers only\n"
 "  --server_arg ARG       one more argument for every server (repeat; e.g.\n"
@@ -201,7 +203,7 @@ int rdps_cmd_launch(int argc, char **argv)
 {
 	enum { O_BACKEND = 256, O_ROLE, O_LAYOUT, O_DRY, O_NOCHECK, O_QUIET, O_IPC, O_NCP, O_NSRV,
 	       O_THOSTS, O_SARG, O_GRACE, O_RDPS, O_MACHINE, O_LOGDIR, O_MPIRUN, O_MPIARG, O_MPIHOSTS,
-	       O_WRAPPER, O_BASEPORT, O_HOSTS, O_SUFFIX, O_SRUNARG, O_HELP };
+	       O_WRAPPER, O_BASEPORT, O_HOSTS, O_SUFFIX, O_SRUNARG, O_NSTH, O_HELP };
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, O_BACKEND },
 		{ "role-from-env", no_argument, NULL, O_ROLE },
@@ -216,6 +218,7 @@ int rdps_cmd_launch(int argc, char **argv)
 		{ "ip_config", required_argument, NULL, O_IPC },
 		{ "num_client_proc", required_argument, NULL, O_NCP },
 		{ "num_servers", required_argument, NULL, O_NSRV },
+		{ "num_server_threads", required_argument, NULL, O_NSTH },
 		{ "trainer_hosts", required_argument, NULL, O_THOSTS },
 		{ "server_arg", required_argument, NULL, O_SARG },
 		{ "grace", required_argument, NULL, O_GRACE },
@@ -257,6 +260,12 @@ int rdps_cmd_launch(int argc, char **argv)
 		case O_NSRV: bad |= parse_num("--num_servers", optarg, 1, RDPS_MAX_SERVERS, &v) != 0; L.num_servers = (long)v; break;
 		case O_THOSTS: bad |= rdps_launch_strv_push_list(&L.trainer_hosts, optarg) != 0; break;
 		case O_SARG: bad |= rdps_launch_strv_push(&L.server_args, optarg) != 0; break;
+		case O_NSTH:
+			/* Checked here, before any process starts. */
+			bad |= parse_num("--num_server_threads", optarg, 1, 64, &v) != 0 ||
+			       rdps_launch_strv_push(&L.server_args, "--num_server_threads") ||
+			       rdps_launch_strv_push(&L.server_args, optarg);
+			break;
 		case O_GRACE: bad |= parse_num("--grace", optarg, 0, 3600, &v) != 0; L.grace_ms = (int)(v * 1000); break;
 		case O_RDPS: snprintf(L.exe, sizeof(L.exe), "%s", optarg); break;
 		case O_MACHINE: bad |= parse_num("--machine", optarg, 0, 1e6, &v) != 0; L.machine = (long)v; break;

@@ -85,6 +85,11 @@ static void server_usage(FILE *f)
 "                         above it a connection with unsent replies takes no new\n"
 "                         request until they drain (default: 1/16 of RAM, within\n"
 "                         64..1024 MB)\n"
+"  --num_server_threads N threads serving requests (1..64, default 1): each serves\n"
+"                         its own connections (tcp: its own epoll set); pushes to\n"
+"                         different rows are applied in parallel, each row by one\n"
+"                         thread at a time; checkpoints are written by a thread of\n"
+"                         their own while pushes go on (verbs: 1 thread for now)\n"
 "  --quiet                do not print the stats line on exit\n"
 "  -h, --help             this text\n"
 "\n"
@@ -241,6 +246,7 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "double_ent", no_argument, NULL, 'E' },
 		{ "double_rel", no_argument, NULL, 'F' },
+		{ "num_server_threads", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -366,6 +372,17 @@ int rdps_cmd_server(int argc, char **argv)
 		case 'M':
 			model = optarg;
 			break;
+		case 'N': {
+			unsigned long n = strtoul(optarg, &end, 10);
+
+			if (*end || !n || n > 64 || optarg[0] == '-') {
+				fprintf(stderr, "rdps server: --num_server_threads '%s' is not in 1..64\n",
+					optarg);
+				return 2;
+			}
+			cfg.num_threads = (uint32_t)n;
+			break;
+		}
 		case 'C': {
 			unsigned long long n = strtoull(optarg, &end, 10);
 

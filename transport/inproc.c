@@ -5,9 +5,15 @@
  * server's lock; a deferred request (barrier) waits on a condition variable
  * until the core completes it. Servers are found by "host:port" in a
  * process-wide registry.
+ *
+ * Threads: the callers' threads are the server's. With num_threads > 1,
+ * pulls and pushes (never deferred) skip the lock: up to num_threads of
+ * them run the handler at once (a semaphore), holding the server's data
+ * lock for reading so that destroy() waits for them.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +43,8 @@ struct inproc_server {
 	char key[RDPS_HOST_MAX + 8];
 	pthread_mutex_t lock;          /* serialises handler calls */
 	pthread_cond_t cond;           /* deferred completions, shutdown */
+	pthread_rwlock_t data_lock;    /* concurrent rows requests (read) vs destroy */
+	sem_t data_slots;              /* num_threads rows requests at once */
 	struct inproc_waiter *waiters; /* deferred requests in progress */
 	uint64_t next_token;
 	unsigned refs;                 /* the listener + connections */
@@ -112,6 +120,8 @@ static void server_put(struct inproc_server *is)
 		return;
 	pthread_cond_destroy(&is->cond);
 	pthread_mutex_destroy(&is->lock);
+	pthread_rwlock_destroy(&is->data_lock);
+	sem_destroy(&is->data_slots);
 	free(is);
 }
 
@@ -165,8 +175,35 @@ static int call_handler(struct inproc_conn *ic, struct rdps_request *req, int ti
 			break;
 		}
 	if (ret < 0 && is->base.stats && req->type < 16)
-		is->base.stats->errors[req->type]++;
+		RDPS_STAT_ADD(is->base.stats->errors[req->type], 1);
 	pthread_mutex_unlock(&is->lock);
+	return ret;
+}
+
+/* A pull or push with several server threads: in parallel with others. */
+static int call_rows_handler(struct inproc_conn *ic, struct rdps_request *req)
+{
+	struct inproc_server *is = ic->srv;
+	int ret;
+
+	pthread_rwlock_rdlock(&is->data_lock);
+	if (is->closed) {
+		pthread_rwlock_unlock(&is->data_lock);
+		snprintf(ic->base.errmsg, sizeof(ic->base.errmsg), "%s: server shut down",
+			 ic->base.peer);
+		return -ECONNRESET;
+	}
+	req->client_id = ic->client_id;
+	req->num_clients = ic->num_clients;
+	req->observer = ic->observer;
+	req->peer = "inproc";
+	while (sem_wait(&is->data_slots) && errno == EINTR)
+		;
+	ret = is->p.handle(is->p.ctx, req);
+	sem_post(&is->data_slots);
+	if (ret < 0 && is->base.stats && req->type < 16)
+		RDPS_STAT_ADD(is->base.stats->errors[req->type], 1);
+	pthread_rwlock_unlock(&is->data_lock);
 	return ret;
 }
 
@@ -311,7 +348,10 @@ static int rows_request(struct inproc_conn *ic, uint32_t type, uint32_t table,
 			 ic->base.num_tables);
 		return fail(ic, -ENOENT, why);
 	}
-	ret = call_handler(ic, &req, ic->timeout_ms);
+	if (ic->srv->base.num_threads > 1)
+		ret = call_rows_handler(ic, &req);
+	else
+		ret = call_handler(ic, &req, ic->timeout_ms);
 	return ret < 0 ? fail(ic, ret, why) : 0;
 }
 
@@ -401,9 +441,17 @@ static int inproc_listen(const struct rdps_listen_params *p, struct rdps_tserver
 		pthread_mutex_init(&is->lock, &ma);
 		pthread_mutexattr_destroy(&ma);
 	}
+	is->base.num_threads = p->num_threads ? p->num_threads : 1;
+	is->base.progress_threads = 1; /* requests run on the callers' threads */
 	ret = init_cond(&is->cond);
 	if (ret)
 		goto err_free;
+	pthread_rwlock_init(&is->data_lock, NULL);
+	if (sem_init(&is->data_slots, 0, is->base.num_threads)) {
+		ret = -errno;
+		pthread_rwlock_destroy(&is->data_lock);
+		goto err_destroy_cond;
+	}
 	pthread_mutex_lock(&registry_lock);
 	for (o = registry; o && strcmp(o->key, is->key); o = o->next)
 		;
@@ -411,7 +459,7 @@ static int inproc_listen(const struct rdps_listen_params *p, struct rdps_tserver
 		pthread_mutex_unlock(&registry_lock);
 		snprintf(err, errlen, "in-process address %s is already in use", is->key);
 		ret = -EADDRINUSE;
-		goto err_destroy_cond;
+		goto err_destroy_sem;
 	}
 	is->next = registry;
 	registry = is;
@@ -420,6 +468,9 @@ static int inproc_listen(const struct rdps_listen_params *p, struct rdps_tserver
 	*out = &is->base;
 	return 0;
 
+err_destroy_sem:
+	sem_destroy(&is->data_slots);
+	pthread_rwlock_destroy(&is->data_lock);
 err_destroy_cond:
 	pthread_cond_destroy(&is->cond);
 err_free:
@@ -428,7 +479,7 @@ err_free:
 	return ret;
 }
 
-static int inproc_progress(struct rdps_tserver *s, int timeout_ms)
+static int inproc_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 {
 	struct inproc_server *is = to_inproc_server(s);
 	struct timespec dl;
@@ -485,10 +536,12 @@ static void inproc_destroy(struct rdps_tserver *s, int timeout_ms)
 			break;
 		}
 	pthread_mutex_unlock(&registry_lock);
+	pthread_rwlock_wrlock(&is->data_lock); /* rows requests in the handler end */
 	pthread_mutex_lock(&is->lock);
 	is->closed = true;
 	pthread_cond_broadcast(&is->cond);
 	pthread_mutex_unlock(&is->lock);
+	pthread_rwlock_unlock(&is->data_lock);
 	server_put(is);
 }
 

@@ -276,7 +276,7 @@ void verbs_srv_regrant(struct verbs_server *vs);
 
 int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, char *err,
 		 size_t errlen);
-int verbs_progress(struct rdps_tserver *s, int timeout_ms);
+int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms);
 int verbs_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
 		const void *payload, size_t len);
 void verbs_destroy(struct rdps_tserver *s, int timeout_ms);

@@ -275,7 +275,7 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	verbs_qp_mac(vs->p.secret, req.session, mac);
 	if (vs->p.secret && vs->p.secret->len && !mac_equal(mac, req.mac)) {
 		if (vs->base.stats)
-			vs->base.stats->auth_failures++;
+			RDPS_STAT_ADD(vs->base.stats->auth_failures, 1);
 		snprintf(why, sizeof(why), "client %u's proof of the shared secret is wrong",
 			 req.client_id);
 		reject(vs, ev->id, host, EACCES, why);
@@ -286,7 +286,7 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	ret = rdps_tcp_session_claim(vs->tcp, req.session, req.client_id, &num_clients);
 	if (ret) {
 		if (vs->base.stats)
-			vs->base.stats->auth_failures++;
+			RDPS_STAT_ADD(vs->base.stats->auth_failures, 1);
 		snprintf(why, sizeof(why), "client %u: %s", req.client_id,
 			 verbs_reject_reason(-ret));
 		reject(vs, ev->id, host, -ret, why);
@@ -418,7 +418,7 @@ static int handle_cm(struct verbs_server *vs)
 /* ---------------------------------------------------------------------- */
 /* Progress                                                               */
 
-int verbs_progress(struct rdps_tserver *s, int timeout_ms)
+int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 {
 	struct verbs_server *vs = to_verbs_server(s);
 	struct pollfd pfd[4] = {
@@ -438,7 +438,7 @@ int verbs_progress(struct rdps_tserver *s, int timeout_ms)
 	if (poll(pfd, 4, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	if (pfd[0].revents) {
-		ret = vs->tcp->ops->progress(vs->tcp, 0);
+		ret = vs->tcp->ops->progress(vs->tcp, 0, 0);
 		if (ret < 0)
 			return ret;
 		n += ret;
@@ -587,6 +587,8 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	if (!vs)
 		return -ENOMEM;
 	vs->base.ops = rdps_transport_verbs();
+	/* One thread polls the completion queue and the control connections. */
+	vs->base.num_threads = vs->base.progress_threads = 1;
 	vs->p = *p;
 	memcpy(vs->regions, p->regions, p->num_regions * sizeof(*p->regions));
 	vs->p.regions = vs->regions;
@@ -624,6 +626,7 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	}
 	/* The handshake hands out the regions' addresses and rkeys. */
 	lp.regions = vs->regions;
+	lp.num_threads = 1; /* served from verbs_progress() */
 	ret = rdps_tcp_listen_exposed(&lp, &vs->tcp, err, errlen);
 	if (ret)
 		goto err_destroy;

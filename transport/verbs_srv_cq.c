@@ -207,7 +207,7 @@ static void handle_msg(struct verbs_server *vs, struct verbs_session *ss, const 
 refused:
 	ss->failed++;
 	if (vs->base.stats)
-		vs->base.stats->errors[RDPS_REQ_PUSH]++;
+		RDPS_STAT_ADD(vs->base.stats->errors[RDPS_REQ_PUSH], 1);
 	rdps_warn("server %u: client %s: push refused: %s", vs->p.server_id, ss->peer,
 		  why[0] ? why : rdps_strerror(ret));
 }

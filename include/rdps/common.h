@@ -56,6 +56,9 @@ void rdps_log_write(int level, const char *fmt, ...)
 #define RDPS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define RDPS_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
+/* A counter several threads add to (statistics: relaxed, each add whole). */
+#define RDPS_STAT_ADD(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
+
 #define rdps_likely(x) __builtin_expect(!!(x), 1)
 #define rdps_unlikely(x) __builtin_expect(!!(x), 0)
 

@@ -57,6 +57,8 @@ struct rdps_server_config {
 	uint32_t max_connections;           /* open connections at once */
 	int handshake_timeout_ms;           /* to finish the hello/authentication */
 	size_t max_reply_buffer;            /* bytes of replies queued for all clients */
+	uint32_t num_threads;               /* threads serving requests (0: 1); pushes
+					     * to different rows apply in parallel */
 };
 
 struct rdps_server; /* opaque */

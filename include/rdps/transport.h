@@ -96,7 +96,9 @@ struct rdps_server_stats {
 	uint64_t recv_posted;    /* RDMA: ... posted now (recv_slots when no push is in flight) */
 	uint64_t rdma_sessions;  /* RDMA: queue pairs bound to clients now */
 	uint64_t rolled_back_rows; /* pushed rows a restore from a checkpoint undid */
-	uint64_t reserved[3];
+	uint64_t ckpt_rows_during; /* rows pushed while the last checkpoint was written
+				    * (appliers do not wait for checkpoints) */
+	uint64_t reserved[2];
 };
 _Static_assert(sizeof(struct rdps_server_stats) == 384, "wire layout");
 
@@ -199,11 +201,22 @@ struct rdps_listen_params {
 	size_t max_reply_buffer;           /* reply bytes held for all connections:
 					    * above it, connections with unsent
 					    * replies take no new requests */
+	uint32_t num_threads;              /* threads to serve requests (0: 1); the
+					    * backend may grant fewer, see
+					    * struct rdps_tserver */
 };
 
 struct rdps_tserver {
 	const struct rdps_transport_ops *ops;
-	struct rdps_server_stats *stats; /* the core's counters, or NULL */
+	struct rdps_server_stats *stats; /* the core's counters, or NULL; backends
+					  * add to them with RDPS_STAT_ADD */
+	/* Set by listen(): how many threads may run the handler at once (the
+	 * core makes its shards safe for that many writers), and how many the
+	 * core must call progress() from, with thread = 0..progress_threads-1
+	 * (each serves its own connections). In-process requests run on the
+	 * callers' threads: num_threads of them at once, one progress thread. */
+	uint32_t num_threads;
+	uint32_t progress_threads;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -259,11 +272,13 @@ struct rdps_transport_ops {
 	 * -errno and writes a reason (e.g. the busy port) into err. */
 	int (*listen)(const struct rdps_listen_params *p,
 		      struct rdps_tserver **out, char *err, size_t errlen);
-	/* Serves requests for up to timeout_ms. Returns the number of events
-	 * handled, or -errno on a fatal server error. */
-	int (*progress)(struct rdps_tserver *s, int timeout_ms);
-	/* Completes a deferred request of kind type. status 0 (payload is the
-	 * reply) or -errno (payload is the reason, text). */
+	/* Serves thread's connections for up to timeout_ms; each thread index
+	 * below s->progress_threads is called from one thread, all at once.
+	 * Returns the number of events handled, or -errno on a fatal server
+	 * error. */
+	int (*progress)(struct rdps_tserver *s, uint32_t thread, int timeout_ms);
+	/* Completes a deferred request of kind type, from any thread. status 0
+	 * (payload is the reply) or -errno (payload is the reason, text). */
 	int (*reply)(struct rdps_tserver *s, uint64_t token, uint32_t type,
 		     int status, const void *payload, size_t len);
 	/* Sends queued replies (bounded by timeout_ms), closes every
