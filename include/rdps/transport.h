@@ -246,6 +246,13 @@ struct rdps_transport_ops {
 	 * the next flush. */
 	int (*push)(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		    const float *grads, uint32_t n);
+	/* As push, but the gradient of ids[i] is the row grads + index[i] *
+	 * dim of the caller's array (index NULL: row i, as push): the backend
+	 * gathers rows straight into the wire or its registered buffers, so
+	 * the caller need not group them per server first. NULL in a backend
+	 * that cannot gather: the caller groups and calls push. */
+	int (*push_gather)(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+			   const float *grads, const uint32_t *index, uint32_t n);
 
 	/* Synchronous control request (FLUSH, BARRIER, STATS, SHUTDOWN,
 	 * ALLREDUCE) with an optional request payload (ALLREDUCE's vector);
