@@ -72,6 +72,10 @@ _Static_assert(VERBS_SIGNAL_EVERY <= VERBS_SQ_DEPTH && VERBS_SIGNAL_EVERY <= VER
 #define VERBS_SRV_SIGNAL_EVERY 8
 #define VERBS_MAX_SESSIONS 1024        /* queue pairs per server (sizes the CQ) */
 #define VERBS_DRAIN_MS 2000            /* teardown waits this long for LAST_WQE_REACHED */
+/* progress() polls the CQ this long before sleeping on the completion
+ * channel; RDPS_VERBS_BUSY_POLL_US overrides it (0: never spin). */
+#define VERBS_BUSY_POLL_US 50
+#define VERBS_BUSY_POLL_MAX_US 100000
 
 /* Immediate data, server -> client. */
 #define IMM_KIND(x) ((x) >> 30)
@@ -324,6 +328,7 @@ struct verbs_server {
 	uint64_t srq_low_logged_ns;
 	bool grow_failed_logged;
 	int fatal;                     /* a device or queue error: progress fails */
+	uint64_t busy_poll_ns;         /* spin on the CQ this long before sleeping */
 };
 
 /* Starts the teardown of a session (verbs_server.c); its control
@@ -341,6 +346,14 @@ uint32_t verbs_srv_admit(struct verbs_server *vs, struct verbs_session *ss);
 void verbs_srv_completion(struct verbs_server *vs, const struct ibv_wc *wc);
 /* Polls the CQ until it is empty; completions handled, or -EIO. */
 int verbs_srv_drain_cq(struct verbs_server *vs);
+/* Polls the CQ until completions come (handles them all, returns how
+ * many) or budget_ns passes (0); -EIO on a failed poll. Polls once at
+ * least. */
+int verbs_srv_busy_poll(struct verbs_server *vs, uint64_t budget_ns);
+/* The busy-poll budget: RDPS_VERBS_BUSY_POLL_US if set (0 to
+ * VERBS_BUSY_POLL_MAX_US; else a warning and the default), or
+ * VERBS_BUSY_POLL_US. */
+uint64_t verbs_srv_busy_poll_ns(void);
 /* Gives free credits to sessions below their share and sends what each is
  * owed (credits, flush acknowledgements). */
 void verbs_srv_regrant(struct verbs_server *vs);
