@@ -636,6 +636,7 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 		     const float *grads, size_t n)
 {
 	const uint64_t *src = ids;
+	const uint32_t *index = NULL;
 	const float *g = grads;
 	uint32_t dim;
 	size_t chunk;
@@ -653,13 +654,9 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 	dim = c->tables[table].dim;
 	chunk = chunk_rows(dim);
 	if (grouped) {
-		if ((ret = reserve_rows(c, n, dim)))
-			return ret;
-		for (size_t i = 0; i < n; i++)
-			memcpy(c->rows + i * dim, grads + (size_t)c->perm[i] * dim,
-			       dim * sizeof(float));
+		/* The backend reads each row where the caller keeps it. */
 		src = c->ids_sorted;
-		g = c->rows;
+		index = c->perm;
 	}
 	for (uint32_t s = 0; s < c->num_servers; s++) {
 		for (size_t pos = c->start[s]; pos < c->start[s + 1];) {
@@ -667,8 +664,12 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 
 			if (m > chunk)
 				m = chunk;
-			ret = c->ops->push(c->conns[s], table, src + pos, g + pos * dim,
-					   (uint32_t)m);
+			if (index)
+				ret = c->ops->push_gather(c->conns[s], table, src + pos, g,
+							  index + pos, (uint32_t)m);
+			else
+				ret = c->ops->push(c->conns[s], table, src + pos, g + pos * dim,
+						   (uint32_t)m);
 			if (ret)
 				return lost_pushes(c, conn_fail(c, ret, s), s);
 			c->pushed[s] += m;

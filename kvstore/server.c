@@ -435,7 +435,8 @@ static int handle(void *ctx, struct rdps_request *req)
 		ret = check_rows(s, req);
 		if (ret)
 			break;
-		ret = rdps_shard_apply(s->shards[req->table], req->ids, req->grads, req->n);
+		ret = rdps_shard_apply_gather(s->shards[req->table], req->ids, req->grads,
+					      req->grad_index, req->n);
 		if (ret)
 			break;
 		rdps_shard_info(s->shards[req->table], &info);

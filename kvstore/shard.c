@@ -382,8 +382,15 @@ static inline void update_row(struct rdps_shard *s, uint64_t local,
 	row_seal(row, w, dim, v);
 }
 
-static inline int apply_all(struct rdps_shard *s, const uint64_t *ids,
-			    const float *grads, uint32_t n, int opt)
+/* Gradient of the i-th id (in push order): row index[i] of grads, or i. */
+static inline const float *grad_of(const float *grads, const uint32_t *index, uint32_t i,
+				   uint32_t dim)
+{
+	return grads + (size_t)(index ? index[i] : i) * dim;
+}
+
+static inline int apply_all(struct rdps_shard *s, const uint64_t *ids, const float *grads,
+			    const uint32_t *index, uint32_t n, int opt)
 {
 	const uint32_t dim = s->dim;
 	struct apply_scratch *sc = thread_scratch();
@@ -422,11 +429,11 @@ static inline int apply_all(struct rdps_shard *s, const uint64_t *ids,
 		while (j < n && sl[j].row == sl[i].row)
 			j++;
 		if (j - i == 1) {
-			update_row(s, sl[i].row, grads + (size_t)sl[i].idx * dim, opt);
+			update_row(s, sl[i].row, grad_of(grads, index, sl[i].idx, dim), opt);
 		} else {
-			memcpy(sc->acc, grads + (size_t)sl[i].idx * dim, dim * sizeof(float));
+			memcpy(sc->acc, grad_of(grads, index, sl[i].idx, dim), dim * sizeof(float));
 			for (uint32_t k = i + 1; k < j; k++) {
-				const float *g = grads + (size_t)sl[k].idx * dim;
+				const float *g = grad_of(grads, index, sl[k].idx, dim);
 
 				for (uint32_t d = 0; d < dim; d++)
 					sc->acc[d] += g[d];
@@ -440,17 +447,23 @@ static inline int apply_all(struct rdps_shard *s, const uint64_t *ids,
 	return 0;
 }
 
-int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
-		     const float *grads, uint32_t n)
+int rdps_shard_apply_gather(struct rdps_shard *s, const uint64_t *ids, const float *grads,
+			    const uint32_t *index, uint32_t n)
 {
 	switch (s->optimizer) {
 	case RDPS_OPT_SGD:
-		return apply_all(s, ids, grads, n, RDPS_OPT_SGD);
+		return apply_all(s, ids, grads, index, n, RDPS_OPT_SGD);
 	case RDPS_OPT_ADAGRAD_ROW:
-		return apply_all(s, ids, grads, n, RDPS_OPT_ADAGRAD_ROW);
+		return apply_all(s, ids, grads, index, n, RDPS_OPT_ADAGRAD_ROW);
 	default:
-		return apply_all(s, ids, grads, n, RDPS_OPT_ADAGRAD);
+		return apply_all(s, ids, grads, index, n, RDPS_OPT_ADAGRAD);
 	}
+}
+
+int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
+		     const float *grads, uint32_t n)
+{
+	return rdps_shard_apply_gather(s, ids, grads, NULL, n);
 }
 
 uint64_t rdps_shard_state_floats(const struct rdps_shard *s)

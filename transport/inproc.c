@@ -335,12 +335,13 @@ static void inproc_close(struct rdps_conn *c)
 }
 
 static int rows_request(struct inproc_conn *ic, uint32_t type, uint32_t table,
-			const uint64_t *ids, uint32_t n, const float *grads, float *out)
+			const uint64_t *ids, uint32_t n, const float *grads,
+			const uint32_t *index, float *out)
 {
 	char why[256] = "";
 	struct rdps_request req = { .type = type, .table = table, .n = n, .ids = ids,
-				    .grads = grads, .rows_out = out, .errmsg = why,
-				    .errlen = sizeof(why) };
+				    .grads = grads, .grad_index = index, .rows_out = out,
+				    .errmsg = why, .errlen = sizeof(why) };
 	int ret;
 
 	if (table >= ic->base.num_tables) {
@@ -359,7 +360,7 @@ static int inproc_pull_post(struct rdps_conn *c, uint32_t table,
 			    const uint64_t *ids, uint32_t n, float *out)
 {
 	struct inproc_conn *ic = to_inproc_conn(c);
-	int ret = rows_request(ic, RDPS_REQ_PULL, table, ids, n, NULL, out);
+	int ret = rows_request(ic, RDPS_REQ_PULL, table, ids, n, NULL, NULL, out);
 
 	if (ret && !ic->pull_status)
 		ic->pull_status = ret;
@@ -378,7 +379,14 @@ static int inproc_pull_wait(struct rdps_conn *c)
 static int inproc_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		       const float *grads, uint32_t n)
 {
-	return rows_request(to_inproc_conn(c), RDPS_REQ_PUSH, table, ids, n, grads, NULL);
+	return rows_request(to_inproc_conn(c), RDPS_REQ_PUSH, table, ids, n, grads, NULL, NULL);
+}
+
+/* The server's optimizer reads the caller's rows where they are. */
+static int inproc_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+			      const float *grads, const uint32_t *index, uint32_t n)
+{
+	return rows_request(to_inproc_conn(c), RDPS_REQ_PUSH, table, ids, n, grads, index, NULL);
 }
 
 static int inproc_call(struct rdps_conn *c, uint32_t type, const void *rq, size_t rq_len,
@@ -564,6 +572,7 @@ static const struct rdps_transport_ops inproc_ops = {
 	.pull_post = inproc_pull_post,
 	.pull_wait = inproc_pull_wait,
 	.push = inproc_push,
+	.push_gather = inproc_push_gather,
 	.call = inproc_call,
 	.listen = inproc_listen,
 	.progress = inproc_progress,

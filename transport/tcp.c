@@ -31,6 +31,7 @@ static const struct rdps_transport_ops tcp_ops = {
 	.pull_post = tcp_pull_post,
 	.pull_wait = tcp_pull_wait,
 	.push = tcp_push,
+	.push_gather = tcp_push_gather,
 	.call = tcp_call,
 	.listen = tcp_listen,
 	.progress = tcp_progress,

@@ -19,6 +19,7 @@
 #include "sock.h"
 #include "tcp.h"
 #include "tcp_priv.h"
+#include "tcp_push.h"
 #include "wire.h"
 
 #define TCP_MAX_PENDING_PULLS RDPS_TRANSPORT_POST_DEPTH
@@ -449,17 +450,16 @@ static int take_push_err(struct tcp_conn *tc)
 	return ret;
 }
 
-int tcp_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
-		    const float *grads, uint32_t n)
+/* Sends gradients straight from the caller's rows (index: which row of
+ * grads goes with ids[i]; NULL: row i), with no copy (tcp_push.c). */
+int tcp_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+		    const float *grads, const uint32_t *index, uint32_t n)
 {
-	static const uint32_t zero_pad;
 	struct tcp_conn *tc = to_tcp_conn(c);
-	struct rdps_wire_rows rows = { .table = table, .n = n };
 	uint64_t deadline = deadline_after(tc->timeout_ms);
-	uint64_t gbytes, len;
 	struct rdps_wire_hdr h;
-	struct iovec iov[5];
-	int ret, iovcnt = 4;
+	uint64_t len;
+	int ret;
 
 	if ((ret = check_usable(tc)))
 		return ret;
@@ -467,11 +467,7 @@ int tcp_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		return -ENOENT;
 	if (tc->npend)
 		return -EBUSY;
-	gbytes = (uint64_t)n * c->tables[table].dim * 4;
-	len = sizeof(rows) + (uint64_t)n * 8 + gbytes;
-	/* Payloads stay multiples of 8 so the server reads ids aligned. */
-	if (len % 8)
-		len += 4;
+	len = rdps_tcp_push_len(n, c->tables[table].dim);
 	if (len > RDPS_WIRE_MAX_FRAME)
 		return -EMSGSIZE;
 	if ((ret = take_push_err(tc)))
@@ -483,20 +479,20 @@ int tcp_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		if (ret)
 			return ret;
 	}
-	rdps_wire_hdr_init(&h, RDPS_REQ_PUSH, (uint32_t)len, 0);
-	iov[0] = (struct iovec){ &h, sizeof(h) };
-	iov[1] = (struct iovec){ &rows, sizeof(rows) };
-	iov[2] = (struct iovec){ (void *)ids, (size_t)n * 8 };
-	iov[3] = (struct iovec){ (void *)grads, (size_t)gbytes };
-	if ((sizeof(rows) + (uint64_t)n * 8 + gbytes) % 8)
-		iov[iovcnt++] = (struct iovec){ (void *)&zero_pad, 4 };
-	ret = rdps_sock_sendv(tc->fd, iov, iovcnt, deadline);
+	ret = rdps_tcp_push_send(tc->fd, table, c->tables[table].dim, ids, grads, index, n,
+				 deadline);
 	if (ret)
 		return conn_fail(tc, ret, "sending a push");
 	tc->ring[(tc->ring_head + tc->ring_len) % TCP_PUSH_RING] = (uint32_t)len;
 	tc->ring_len++;
 	tc->inflight += len;
 	return 0;
+}
+
+int tcp_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+	     const float *grads, uint32_t n)
+{
+	return tcp_push_gather(c, table, ids, grads, NULL, n);
 }
 
 int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,

@@ -18,6 +18,8 @@ int tcp_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids, uint
 int tcp_pull_wait(struct rdps_conn *c);
 int tcp_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const float *grads,
 	     uint32_t n);
+int tcp_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+		    const float *grads, const uint32_t *index, uint32_t n);
 int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
 	     void *reply, size_t reply_len, int timeout_ms);
 

@@ -66,6 +66,7 @@ static const struct rdps_transport_ops verbs_ops = {
 	.pull_post = verbs_pull_post,
 	.pull_wait = verbs_pull_wait,
 	.push = verbs_push,
+	.push_gather = verbs_push_gather,
 	.call = verbs_call,
 	.listen = verbs_listen,
 	.progress = verbs_progress,

@@ -40,7 +40,13 @@
 #define VERBS_SEND_SLOTS 16            /* client push buffers */
 #define VERBS_BOUNCE (8u << 20)        /* client READ target */
 #define VERBS_READS_PER_POST 256       /* work requests per post list */
-#define VERBS_SIGNAL_EVERY 64          /* bound on unsignaled READs in a list */
+#define VERBS_READ_RING VERBS_SQ_DEPTH /* READs outstanding, at most */
+/* Every work request whose sequence number is a multiple of this is
+ * signaled (and the last of each READ list, and every flush): a completion
+ * frees the queue entries up to it, so a full send queue always holds a
+ * signaled request (<= depth), and a push buffer's SEND is followed by one
+ * before the buffer is wanted again (<= push buffers). */
+#define VERBS_SIGNAL_EVERY 16
 #define VERBS_MAX_RUN_ROWS 1024        /* rows per coalesced READ */
 #define VERBS_MAX_REREADS 10000        /* per torn row before giving up */
 #define VERBS_INITIATOR_DEPTH 16       /* READs in flight per QP */
@@ -53,6 +59,9 @@
 #define VERBS_RNR_RETRY 6
 #define VERBS_RETRY 7                  /* transport retries (7 is finite) */
 
+_Static_assert(VERBS_SIGNAL_EVERY <= VERBS_SQ_DEPTH && VERBS_SIGNAL_EVERY <= VERBS_SEND_SLOTS,
+	       "a wait for send queue room or a push buffer must have a signaled request to wait on");
+
 /* Server side. */
 #define VERBS_POOL_CHUNK 64            /* slots per registered chunk (4 MiB) */
 #define VERBS_POOL_MIN_SLOTS 256       /* the pool at start (16 MiB) */
@@ -63,6 +72,10 @@
 #define VERBS_SRV_SIGNAL_EVERY 8
 #define VERBS_MAX_SESSIONS 1024        /* queue pairs per server (sizes the CQ) */
 #define VERBS_DRAIN_MS 2000            /* teardown waits this long for LAST_WQE_REACHED */
+/* progress() polls the CQ this long before sleeping on the completion
+ * channel; RDPS_VERBS_BUSY_POLL_US overrides it (0: never spin). */
+#define VERBS_BUSY_POLL_US 50
+#define VERBS_BUSY_POLL_MAX_US 100000
 
 /* Immediate data, server -> client. */
 #define IMM_KIND(x) ((x) >> 30)
@@ -139,6 +152,67 @@ int verbs_route_device(const char *host, uint16_t port, char *name, size_t namel
 /* ---------------------------------------------------------------------- */
 /* verbs_client.c                                                         */
 
+struct verbs_read {         /* one posted READ, in the ring */
+	uint64_t seq;           /* its work request */
+	uint64_t bend;          /* bounce ring position past its rows */
+	uint32_t pull;          /* index in pend[] */
+	uint32_t row;           /* first row of the run in that pull */
+	uint32_t nrows;
+	uint32_t boff;          /* offset in the bounce buffer */
+};
+
+struct verbs_pull {
+	uint32_t table, n, next; /* rows [0, next) are posted or done */
+	const uint64_t *ids;
+	float *out;
+};
+
+/*
+ * A client connection. Send queue accounting is by sequence number: a work
+ * request's is sq_posted after it is posted; a completion of a signaled one
+ * tells that it and all before it are done (RC completes in order), and
+ * only then does the provider reuse their queue entries: at most sq_depth
+ * may be posted and not known done. Here (not in verbs_client.c) so that
+ * tests/transport/test_verbs_client.c can run it against a model device.
+ */
+struct verbs_conn {
+	struct rdps_conn base;
+	struct rdps_conn *ctl;        /* tcp connection: handshake and control */
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	char *bounce;                 /* VERBS_BOUNCE bytes, a ring of READ targets */
+	struct ibv_mr *bounce_mr;
+	char *sendbuf;                /* VERBS_SEND_SLOTS push buffers */
+	struct ibv_mr *send_mr;
+	uint32_t max_inline;
+	int timeout_ms;
+	int consistency;
+	bool broken;
+	uint32_t sq_depth;            /* VERBS_SQ_DEPTH (a model may shrink it) */
+	uint32_t signal_every;        /* VERBS_SIGNAL_EVERY (a test's control breaks it) */
+	uint64_t sq_posted, sq_done;  /* sequence numbers of work requests */
+	uint64_t wait_seq;            /* what seq_done() waits for */
+	uint64_t slot_seq[VERBS_SEND_SLOTS]; /* SEND occupying each slot */
+	uint64_t sends;                      /* SENDs posted (slot = sends % SLOTS) */
+	uint32_t credits;
+	uint64_t flush_acks;          /* flush acknowledgements received */
+	uint64_t flush_want;          /* ... expected once the last flush is done */
+	uint32_t flush_failed;        /* push messages the server refused */
+	/* pulls: READs run through a ring, refilled as completions come */
+	struct verbs_pull pend[RDPS_TRANSPORT_POST_DEPTH];
+	uint32_t npend;
+	uint32_t pcur;                /* first pull with rows not posted */
+	struct verbs_read reads[VERBS_READ_RING];
+	uint64_t rd_head, rd_tail;    /* READs harvested, posted */
+	uint64_t b_head, b_tail;      /* bounce ring positions freed, allocated */
+	struct ibv_send_wr wrs[VERBS_READS_PER_POST];
+	struct ibv_sge sges[VERBS_READS_PER_POST];
+	struct ibv_send_wr swrs[VERBS_SEND_SLOTS]; /* a list of push SENDs */
+	struct ibv_sge ssges[VERBS_SEND_SLOTS];
+};
+
 int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out, char *err,
 		  size_t errlen);
 void verbs_close(struct rdps_conn *c);
@@ -147,6 +221,8 @@ int verbs_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids, ui
 int verbs_pull_wait(struct rdps_conn *c);
 int verbs_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const float *grads,
 	       uint32_t n);
+int verbs_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+		      const float *grads, const uint32_t *index, uint32_t n);
 int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
 	       void *reply, size_t reply_len, int timeout_ms);
 
@@ -252,6 +328,7 @@ struct verbs_server {
 	uint64_t srq_low_logged_ns;
 	bool grow_failed_logged;
 	int fatal;                     /* a device or queue error: progress fails */
+	uint64_t busy_poll_ns;         /* spin on the CQ this long before sleeping */
 };
 
 /* Starts the teardown of a session (verbs_server.c); its control
@@ -269,6 +346,14 @@ uint32_t verbs_srv_admit(struct verbs_server *vs, struct verbs_session *ss);
 void verbs_srv_completion(struct verbs_server *vs, const struct ibv_wc *wc);
 /* Polls the CQ until it is empty; completions handled, or -EIO. */
 int verbs_srv_drain_cq(struct verbs_server *vs);
+/* Polls the CQ until completions come (handles them all, returns how
+ * many) or budget_ns passes (0); -EIO on a failed poll. Polls once at
+ * least. */
+int verbs_srv_busy_poll(struct verbs_server *vs, uint64_t budget_ns);
+/* The busy-poll budget: RDPS_VERBS_BUSY_POLL_US if set (0 to
+ * VERBS_BUSY_POLL_MAX_US; else a warning and the default), or
+ * VERBS_BUSY_POLL_US. */
+uint64_t verbs_srv_busy_poll_ns(void);
 /* Gives free credits to sessions below their share and sends what each is
  * owed (credits, flush acknowledgements). */
 void verbs_srv_regrant(struct verbs_server *vs);

@@ -4,18 +4,27 @@
  *
  * Pulls are one-sided: the welcome of the handshake carries each region's
  * address and rkey; a client reads rows with RDMA READs into a registered
- * bounce buffer (consecutive ids coalesced into one READ, a batch posted as
- * one list, only every VERBS_SIGNAL_EVERY-th and the last work request
- * signaled), then checks each row's checksum (validated mode: a row the NIC
- * placed while the server updated it, in whatever order, fails it and is
- * read again) and copies it out. The server's CPU does nothing for a pull.
+ * bounce buffer used as a ring (consecutive ids coalesced into one READ,
+ * posted in lists), then checks each row's checksum (validated mode: a row
+ * the NIC placed while the server updated it, in whatever order, fails it
+ * and is read again) and copies it out. The send queue stays full across a
+ * pull: as completions come, the READs they cover are checked and copied,
+ * their bounce space freed and more READs posted. The server's CPU does
+ * nothing for a pull.
  *
  * Pushes are SENDs into the server's shared receive slots. A client sends
  * only while it holds a credit; the server grants them (in the connection
- * reply, then as SEND_WITH_IMM) and never more than it has slots posted. A
- * flush is a SEND processed in order after the client's pushes; its
+ * reply, then as SEND_WITH_IMM) and never more than it has slots posted.
+ * Gradients are gathered from the caller's rows straight into a registered
+ * push buffer (one copy), and the SENDs of a push go out as post lists.
+ * A flush is a SEND processed in order after the client's pushes; its
  * acknowledgement (an immediate) says how many push messages the server
  * refused since the last flush.
+ *
+ * Selective signaling (verbs.h VERBS_SIGNAL_EVERY): a work request is
+ * signaled if its sequence number is a multiple of signal_every, if it is
+ * the last of a READ list, or if it is a flush or a re-read; every other
+ * one is known done when a later signaled one completes.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,53 +40,6 @@
 #include "tcp.h"
 #include "verbs.h"
 #include "wire.h"
-
-struct verbs_read {        /* one posted READ */
-	uint32_t pull;         /* index in pend[] */
-	uint32_t row;          /* first row of the run in that pull */
-	uint32_t nrows;
-	uint32_t boff;         /* offset in the bounce buffer */
-};
-
-struct verbs_pull {
-	uint32_t table, n, next; /* rows [0, next) are posted or done */
-	const uint64_t *ids;
-	float *out;
-};
-
-struct verbs_conn {
-	struct rdps_conn base;
-	struct rdps_conn *ctl;        /* tcp connection: handshake and control */
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	char *bounce;
-	struct ibv_mr *bounce_mr;
-	char *sendbuf;
-	struct ibv_mr *send_mr;
-	uint32_t max_inline;
-	int timeout_ms;
-	int consistency;
-	bool broken;
-	/* send queue accounting: sequence numbers of posted work requests */
-	uint64_t sq_posted, sq_done;
-	uint64_t slot_seq[VERBS_SEND_SLOTS]; /* SEND occupying each slot */
-	uint64_t sends;                      /* SENDs posted (slot = sends % SLOTS) */
-	uint32_t credits;
-	uint64_t flush_acks;         /* flush acknowledgements received */
-	uint64_t flush_want;         /* ... expected once the last flush is done */
-	uint32_t flush_failed;       /* push messages the server refused */
-	/* pulls */
-	struct verbs_pull pend[RDPS_TRANSPORT_POST_DEPTH];
-	uint32_t npend;
-	struct verbs_read reads[VERBS_READS_PER_POST];
-	uint32_t nreads;            /* READs of the posted batch */
-	uint64_t batch_last_seq;    /* signaled READ that ends the batch */
-	bool batch_inflight;
-	struct ibv_send_wr wrs[VERBS_READS_PER_POST];
-	struct ibv_sge sges[VERBS_READS_PER_POST];
-};
 
 static inline struct verbs_conn *to_verbs_conn(struct rdps_conn *c)
 {
@@ -194,102 +156,146 @@ static int poll_until(struct verbs_conn *vc, bool (*done)(struct verbs_conn *),
 	return 0;
 }
 
-static bool batch_done(struct verbs_conn *vc)
+static bool seq_done(struct verbs_conn *vc)
 {
-	return vc->sq_done >= vc->batch_last_seq;
+	return vc->sq_done >= vc->wait_seq;
 }
 
-/* Posts READs for pending pulls, as many as the bounce buffer and one post
- * list hold. */
-static int issue_reads(struct verbs_conn *vc)
+/* Entries of the send queue free now (posted and not known done). */
+static inline uint32_t sq_room(const struct verbs_conn *vc)
 {
-	uint32_t boff = 0, nwr = 0;
+	return vc->sq_depth - (uint32_t)(vc->sq_posted - vc->sq_done);
+}
+
+static bool sq_has_room(struct verbs_conn *vc)
+{
+	return sq_room(vc) > 0;
+}
+
+/* Whether the work request that will get sequence number seq is signaled. */
+static inline unsigned sq_signal(const struct verbs_conn *vc, uint64_t seq)
+{
+	return seq % vc->signal_every == 0 ? IBV_SEND_SIGNALED : 0;
+}
+
+/* Posts a list of nwr work requests, chained, with one doorbell. */
+static int sq_post(struct verbs_conn *vc, struct ibv_send_wr *wrs, uint32_t nwr, const char *what)
+{
 	struct ibv_send_wr *bad;
 	int ret;
 
-	for (uint32_t p = 0; p < vc->npend && nwr < VERBS_READS_PER_POST; p++) {
-		struct verbs_pull *pl = &vc->pend[p];
-		const struct rdps_table_desc *t = &vc->base.tables[pl->table];
-		uint32_t stride = t->stride;
-
-		while (pl->next < pl->n && nwr < VERBS_READS_PER_POST) {
-			uint32_t i = pl->next, run = 1;
-
-			if (boff + stride > VERBS_BOUNCE)
-				goto post;
-			while (i + run < pl->n && run < VERBS_MAX_RUN_ROWS &&
-			       pl->ids[i + run] == pl->ids[i + run - 1] + 1 &&
-			       boff + (uint64_t)(run + 1) * stride <= VERBS_BOUNCE)
-				run++;
-			vc->sges[nwr] = (struct ibv_sge){
-				.addr = (uintptr_t)(vc->bounce + boff),
-				.length = run * stride,
-				.lkey = vc->bounce_mr->lkey,
-			};
-			vc->wrs[nwr] = (struct ibv_send_wr){
-				.wr_id = WR_ID(WR_READ, vc->sq_posted + nwr + 1),
-				.next = NULL,
-				.sg_list = &vc->sges[nwr],
-				.num_sge = 1,
-				.opcode = IBV_WR_RDMA_READ,
-				.wr.rdma.remote_addr = t->remote_addr + (pl->ids[i] - t->lo) * stride,
-				.wr.rdma.rkey = t->rkey,
-			};
-			if (nwr)
-				vc->wrs[nwr - 1].next = &vc->wrs[nwr];
-			/* Bound the unsignaled run so the send queue drains. */
-			if ((nwr + 1) % VERBS_SIGNAL_EVERY == 0)
-				vc->wrs[nwr].send_flags = IBV_SEND_SIGNALED;
-			vc->reads[nwr] = (struct verbs_read){ p, i, run, boff };
-			boff += run * stride;
-			pl->next += run;
-			nwr++;
-		}
-	}
-post:
-	vc->nreads = nwr;
-	if (!nwr)
-		return 0;
-	vc->wrs[nwr - 1].send_flags = IBV_SEND_SIGNALED;
-	/* One doorbell for the whole list. */
-	ret = ibv_post_send(vc->id->qp, vc->wrs, &bad);
+	wrs[nwr - 1].next = NULL;
+	ret = ibv_post_send(vc->id->qp, wrs, &bad);
 	if (ret)
-		return vc_fail(vc, -ret, "posting RDMA READs failed: %s", strerror(ret));
+		return vc_fail(vc, -ret, what, strerror(ret));
 	vc->sq_posted += nwr;
-	vc->batch_last_seq = vc->sq_posted;
-	vc->batch_inflight = true;
 	return 0;
 }
 
-/* Reads one row again, synchronously, into the bounce buffer at boff. */
+static bool rows_to_post(const struct verbs_conn *vc)
+{
+	return vc->pcur < vc->npend;
+}
+
+/*
+ * Posts READs for pending pulls as far as the send queue, the read ring
+ * and the bounce buffer have room, in one list whose last request is
+ * signaled (so the oldest READ in flight always has a signaled one at or
+ * after it to wait for).
+ */
+static int issue_reads(struct verbs_conn *vc)
+{
+	uint32_t nwr = 0, max = sq_room(vc);
+
+	if (vc->rd_head == vc->rd_tail)
+		vc->b_head = vc->b_tail = 0; /* empty: start at the buffer's start */
+	if (max > VERBS_READS_PER_POST)
+		max = VERBS_READS_PER_POST;
+	if (max > VERBS_READ_RING - (vc->rd_tail - vc->rd_head))
+		max = (uint32_t)(VERBS_READ_RING - (vc->rd_tail - vc->rd_head));
+	while (nwr < max && rows_to_post(vc)) {
+		struct verbs_pull *pl = &vc->pend[vc->pcur];
+		const struct rdps_table_desc *t = &vc->base.tables[pl->table];
+		uint64_t stride = t->stride, pos = vc->b_tail, seq = vc->sq_posted + nwr + 1;
+		uint32_t i = pl->next, run = 1, off;
+
+		if (pl->next == pl->n) {
+			vc->pcur++;
+			continue;
+		}
+		/* Rows of a READ are contiguous: skip the ring's tail if short. */
+		if (pos % VERBS_BOUNCE + stride > VERBS_BOUNCE)
+			pos += VERBS_BOUNCE - pos % VERBS_BOUNCE;
+		if (pos + stride - vc->b_head > VERBS_BOUNCE)
+			break; /* the bounce buffer is full: wait for completions */
+		off = (uint32_t)(pos % VERBS_BOUNCE);
+		while (i + run < pl->n && run < VERBS_MAX_RUN_ROWS &&
+		       pl->ids[i + run] == pl->ids[i + run - 1] + 1 &&
+		       off + (run + 1) * stride <= VERBS_BOUNCE &&
+		       pos + (run + 1) * stride - vc->b_head <= VERBS_BOUNCE)
+			run++;
+		vc->sges[nwr] = (struct ibv_sge){
+			.addr = (uintptr_t)(vc->bounce + off),
+			.length = (uint32_t)(run * stride),
+			.lkey = vc->bounce_mr->lkey,
+		};
+		vc->wrs[nwr] = (struct ibv_send_wr){
+			.wr_id = WR_ID(WR_READ, seq),
+			.next = &vc->wrs[nwr + 1],
+			.sg_list = &vc->sges[nwr],
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_READ,
+			.send_flags = sq_signal(vc, seq),
+			.wr.rdma.remote_addr = t->remote_addr + (pl->ids[i] - t->lo) * stride,
+			.wr.rdma.rkey = t->rkey,
+		};
+		vc->reads[vc->rd_tail % VERBS_READ_RING] =
+			(struct verbs_read){ seq, pos + run * stride, vc->pcur, i, run, off };
+		vc->rd_tail++;
+		vc->b_tail = pos + run * stride;
+		pl->next += run;
+		nwr++;
+	}
+	if (!nwr)
+		return 0;
+	vc->wrs[nwr - 1].send_flags = IBV_SEND_SIGNALED;
+	return sq_post(vc, vc->wrs, nwr, "posting RDMA READs failed: %s");
+}
+
+/* Reads one row again, synchronously, into the bounce buffer at boff (its
+ * READ's space, not yet freed). */
 static int reread_row(struct verbs_conn *vc, const struct rdps_table_desc *t,
 		      uint64_t id, uint32_t boff)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(vc->bounce + boff), .length = t->stride,
 			       .lkey = vc->bounce_mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = WR_ID(WR_READ, vc->sq_posted + 1), .sg_list = &sge,
-				  .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED };
 	int ret;
 
+	if (!sq_has_room(vc) &&
+	    (ret = poll_until(vc, sq_has_room, "room in the send queue for a re-read")))
+		return ret;
+	wr.wr_id = WR_ID(WR_READ, vc->sq_posted + 1);
 	wr.wr.rdma.remote_addr = t->remote_addr + (id - t->lo) * t->stride;
 	wr.wr.rdma.rkey = t->rkey;
-	ret = ibv_post_send(vc->id->qp, &wr, &bad);
-	if (ret)
-		return vc_fail(vc, -ret, "posting an RDMA READ failed: %s", strerror(ret));
-	vc->sq_posted++;
-	vc->batch_last_seq = vc->sq_posted;
-	return poll_until(vc, batch_done, "a re-read row");
+	if ((ret = sq_post(vc, &wr, 1, "posting an RDMA READ failed: %s")))
+		return ret;
+	vc->wait_seq = vc->sq_posted;
+	return poll_until(vc, seq_done, "a re-read row");
 }
 
-/* Validates and copies the rows of the completed batch. */
-static int complete_batch(struct verbs_conn *vc)
+/* Validates and copies out the rows of the READs known done, oldest first,
+ * and frees their bounce space. */
+static int harvest_reads(struct verbs_conn *vc)
 {
-	for (uint32_t r = 0; r < vc->nreads; r++) {
-		const struct verbs_read *rd = &vc->reads[r];
+	for (; vc->rd_head < vc->rd_tail; vc->rd_head++) {
+		const struct verbs_read *rd = &vc->reads[vc->rd_head % VERBS_READ_RING];
 		struct verbs_pull *pl = &vc->pend[rd->pull];
 		const struct rdps_table_desc *t = &vc->base.tables[pl->table];
 
+		if (rd->seq > vc->sq_done)
+			break;
 		for (uint32_t k = 0; k < rd->nrows; k++) {
 			uint32_t boff = rd->boff + k * t->stride;
 			const char *row = vc->bounce + boff;
@@ -309,9 +315,8 @@ static int complete_batch(struct verbs_conn *vc)
 			memcpy(pl->out + (size_t)(rd->row + k) * t->dim,
 			       row + RDPS_ROW_DATA_OFFSET, (size_t)t->dim * 4);
 		}
+		vc->b_head = rd->bend;
 	}
-	vc->nreads = 0;
-	vc->batch_inflight = false;
 	return 0;
 }
 
@@ -335,9 +340,7 @@ int verbs_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		}
 	vc->pend[vc->npend++] = (struct verbs_pull){ table, n, 0, ids, out };
 	/* Start now, so reads to several servers overlap. */
-	if (!vc->batch_inflight)
-		return issue_reads(vc);
-	return 0;
+	return issue_reads(vc);
 }
 
 int verbs_pull_wait(struct rdps_conn *c)
@@ -345,15 +348,25 @@ int verbs_pull_wait(struct rdps_conn *c)
 	struct verbs_conn *vc = to_verbs_conn(c);
 	int ret = 0;
 
-	while (!ret && vc->batch_inflight) {
-		ret = poll_until(vc, batch_done, "RDMA READ completions");
-		if (!ret)
-			ret = complete_batch(vc);
-		if (!ret)
-			ret = issue_reads(vc);
+	while (!ret) {
+		ret = harvest_reads(vc);
+		if (!ret && rows_to_post(vc)) {
+			/* Nothing in flight of ours: wait for room (a push's
+			 * unsignaled SENDs may hold it; a signaled one follows). */
+			if (vc->rd_head == vc->rd_tail && !sq_has_room(vc))
+				ret = poll_until(vc, sq_has_room, "room in the send queue");
+			if (!ret)
+				ret = issue_reads(vc);
+		}
+		if (ret || vc->rd_head == vc->rd_tail)
+			break;
+		/* The oldest READ in flight: a signaled one follows it. */
+		vc->wait_seq = vc->reads[vc->rd_head % VERBS_READ_RING].seq;
+		ret = poll_until(vc, seq_done, "RDMA READ completions");
 	}
-	vc->npend = 0;
-	vc->batch_inflight = false;
+	if (!ret && rows_to_post(vc))
+		ret = vc_fail(vc, -EPROTO, "%s", "pull rows left unposted (a bug)");
+	vc->npend = vc->pcur = 0;
 	return ret;
 }
 
@@ -363,52 +376,62 @@ static bool have_credit_and_slot(struct verbs_conn *vc)
 	       vc->slot_seq[vc->sends % VERBS_SEND_SLOTS] <= vc->sq_done;
 }
 
-/* Sends one message of hdr + body (body may be NULL) using a credit. */
-static int send_msg(struct verbs_conn *vc, uint32_t type, const void *rows_hdr,
-		    size_t rows_hdr_len, const void *a, size_t alen, const void *b, size_t blen)
+static bool can_send(struct verbs_conn *vc)
 {
-	struct verbs_msg_hdr h = { .type = type,
-				   .len = (uint32_t)(rows_hdr_len + alen + blen) };
-	uint32_t slot = vc->sends % VERBS_SEND_SLOTS;
-	char *buf = vc->sendbuf + (size_t)slot * VERBS_MSG_SIZE, *p = buf;
-	size_t len = sizeof(h) + h.len;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, *bad;
-	int ret;
-
-	if (!have_credit_and_slot(vc)) {
-		ret = poll_until(vc, have_credit_and_slot, "server credits for a push");
-		if (ret)
-			return ret;
-	}
-	memcpy(p, &h, sizeof(h));
-	p += sizeof(h);
-	if (rows_hdr_len)
-		memcpy(p, rows_hdr, rows_hdr_len);
-	p += rows_hdr_len;
-	if (alen)
-		memcpy(p, a, alen);
-	p += alen;
-	if (blen)
-		memcpy(p, b, blen);
-	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = (uint32_t)len,
-				.lkey = vc->send_mr->lkey };
-	wr = (struct ibv_send_wr){ .wr_id = WR_ID(WR_SEND, vc->sq_posted + 1), .sg_list = &sge,
-				   .num_sge = 1, .opcode = IBV_WR_SEND,
-				   .send_flags = IBV_SEND_SIGNALED |
-						 (len <= vc->max_inline ? IBV_SEND_INLINE : 0) };
-	ret = ibv_post_send(vc->id->qp, &wr, &bad);
-	if (ret)
-		return vc_fail(vc, -ret, "posting a SEND failed: %s", strerror(ret));
-	vc->sq_posted++;
-	vc->slot_seq[slot] = vc->sq_posted;
-	vc->sends++;
-	vc->credits--;
-	return 0;
+	return have_credit_and_slot(vc) && sq_has_room(vc);
 }
 
-int verbs_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
-		      const float *grads, uint32_t n)
+/*
+ * Takes a credit and the next push buffer for a SEND of len bytes, the
+ * nwr-th of a list being built, flags or'ed into its send flags; returns
+ * the buffer to fill. The caller checked can_send() for it.
+ */
+static char *send_prepare(struct verbs_conn *vc, uint32_t nwr, uint32_t len, unsigned flags)
+{
+	uint32_t slot = vc->sends % VERBS_SEND_SLOTS;
+	uint64_t seq = vc->sq_posted + nwr + 1;
+	char *buf = vc->sendbuf + (size_t)slot * VERBS_MSG_SIZE;
+
+	vc->ssges[nwr] = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len,
+					   .lkey = vc->send_mr->lkey };
+	vc->swrs[nwr] = (struct ibv_send_wr){
+		.wr_id = WR_ID(WR_SEND, seq), .next = &vc->swrs[nwr + 1],
+		.sg_list = &vc->ssges[nwr], .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = sq_signal(vc, seq) | flags |
+			      (len <= vc->max_inline ? IBV_SEND_INLINE : 0) };
+	vc->slot_seq[slot] = seq;
+	vc->sends++;
+	vc->credits--;
+	return buf;
+}
+
+/* Gathers one push message: header, rows header, m ids, m gradient rows. */
+static uint32_t build_push(char *buf, uint32_t table, uint32_t dim, const uint64_t *ids,
+			   const float *grads, const uint32_t *index, uint32_t m)
+{
+	size_t row = (size_t)dim * 4;
+	struct rdps_wire_rows rows = { .table = table, .n = m };
+	struct verbs_msg_hdr h = { .type = RDPS_REQ_PUSH,
+				   .len = (uint32_t)(sizeof(rows) + (size_t)m * (8 + row)) };
+	char *p = buf;
+
+	memcpy(p, &h, sizeof(h));
+	p += sizeof(h);
+	memcpy(p, &rows, sizeof(rows));
+	p += sizeof(rows);
+	memcpy(p, ids, (size_t)m * 8);
+	p += (size_t)m * 8;
+	if (!index) {
+		memcpy(p, grads, m * row);
+	} else {
+		for (uint32_t i = 0; i < m; i++, p += row)
+			memcpy(p, grads + (size_t)index[i] * dim, row);
+	}
+	return (uint32_t)sizeof(h) + h.len;
+}
+
+int verbs_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+		      const float *grads, const uint32_t *index, uint32_t n)
 {
 	struct verbs_conn *vc = to_verbs_conn(c);
 	uint32_t dim, per_msg;
@@ -423,17 +446,36 @@ int verbs_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 	per_msg = (uint32_t)((VERBS_MSG_SIZE - sizeof(struct verbs_msg_hdr) -
 			      sizeof(struct rdps_wire_rows)) / (8 + (size_t)dim * 4));
 	for (uint32_t pos = 0; pos < n;) {
-		uint32_t m = n - pos < per_msg ? n - pos : per_msg;
-		struct rdps_wire_rows rows = { .table = table, .n = m };
-		int ret = send_msg(vc, RDPS_REQ_PUSH, &rows, sizeof(rows), ids + pos,
-				   (size_t)m * 8, grads + (size_t)pos * dim,
-				   (size_t)m * dim * 4);
+		uint32_t nwr = 0;
+		int ret;
 
-		if (ret)
+		if (!can_send(vc) &&
+		    (ret = poll_until(vc, can_send, "server credits and a free push buffer")))
 			return ret;
-		pos += m;
+		/* As many messages as credits, buffers and queue room allow,
+		 * in one list. */
+		while (pos < n && nwr < VERBS_SEND_SLOTS && nwr < sq_room(vc) &&
+		       have_credit_and_slot(vc)) {
+			uint32_t m = n - pos < per_msg ? n - pos : per_msg;
+			uint32_t len = sizeof(struct verbs_msg_hdr) + sizeof(struct rdps_wire_rows) +
+				       m * (8 + dim * 4);
+			char *buf = send_prepare(vc, nwr, len, 0);
+
+			build_push(buf, table, dim, ids + pos, index ? grads : grads + (size_t)pos * dim,
+				   index ? index + pos : NULL, m);
+			pos += m;
+			nwr++;
+		}
+		if ((ret = sq_post(vc, vc->swrs, nwr, "posting SENDs failed: %s")))
+			return ret;
 	}
 	return 0;
+}
+
+int verbs_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+		      const float *grads, uint32_t n)
+{
+	return verbs_push_gather(c, table, ids, grads, NULL, n);
 }
 
 static bool flush_acked(struct verbs_conn *vc)
@@ -456,9 +498,17 @@ int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_l
 			snprintf(c->errmsg, sizeof(c->errmsg), "%s", vc->ctl->errmsg);
 		return ret;
 	}
-	/* A flush travels behind the pushes on the same queue pair. */
-	ret = send_msg(vc, RDPS_REQ_FLUSH, NULL, 0, NULL, 0, NULL, 0);
-	if (ret)
+	/* A flush travels behind the pushes on the same queue pair; signaled,
+	 * so the pushes' queue entries are known free after it. */
+	if (!can_send(vc) &&
+	    (ret = poll_until(vc, can_send, "server credits for a flush")))
+		return ret;
+	{
+		struct verbs_msg_hdr h = { .type = RDPS_REQ_FLUSH, .len = 0 };
+
+		memcpy(send_prepare(vc, 0, sizeof(h), IBV_SEND_SIGNALED), &h, sizeof(h));
+	}
+	if ((ret = sq_post(vc, vc->swrs, 1, "posting a SEND failed: %s")))
 		return ret;
 	vc->flush_want++;
 	ret = poll_until(vc, flush_acked, "the flush acknowledgement");
@@ -621,6 +671,8 @@ int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
 		return -ENOMEM;
 	vc->base.ops = rdps_transport_verbs();
 	vc->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 60000;
+	vc->sq_depth = VERBS_SQ_DEPTH;
+	vc->signal_every = VERBS_SIGNAL_EVERY;
 	vc->consistency = p->read_consistency;
 	snprintf(vc->base.peer, sizeof(vc->base.peer), "server %u (%s:%u, verbs)", p->server_id,
 		 p->host, p->port);

@@ -435,6 +435,17 @@ int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 	/* A session waiting for its drain must not sleep past its deadline. */
 	if (vs->closing && timeout_ms > 50)
 		timeout_ms = 50;
+	/* Under load completions come back to back: spin a bounded time
+	 * before paying a wakeup through the completion channel. */
+	if (vs->busy_poll_ns && timeout_ms) {
+		ret = verbs_srv_busy_poll(vs, vs->busy_poll_ns);
+		if (ret < 0)
+			return ret;
+		if (ret) {
+			n += ret;
+			timeout_ms = 0;
+		}
+	}
 	if (poll(pfd, 4, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	if (pfd[0].revents) {
@@ -590,6 +601,7 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	/* One thread polls the completion queue and the control connections. */
 	vs->base.num_threads = vs->base.progress_threads = 1;
 	vs->p = *p;
+	vs->busy_poll_ns = verbs_srv_busy_poll_ns();
 	memcpy(vs->regions, p->regions, p->num_regions * sizeof(*p->regions));
 	vs->p.regions = vs->regions;
 	ret = verbs_cm_bind(p->host, p->port, &vs->ch, &vs->listen_id, vs, err, errlen);

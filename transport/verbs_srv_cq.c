@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rdps/common.h"
@@ -303,3 +304,39 @@ int verbs_srv_drain_cq(struct verbs_server *vs)
 	return total;
 }
 
+
+int verbs_srv_busy_poll(struct verbs_server *vs, uint64_t budget_ns)
+{
+	uint64_t end = rdps_now_ns() + budget_ns;
+
+	for (unsigned spins = 1;; spins++) {
+		int n = verbs_srv_drain_cq(vs);
+
+		if (n)
+			return n;
+		/* An empty poll costs little next to the clock: look at it
+		 * now and then. */
+		if (spins % 16 == 0 && rdps_now_ns() >= end)
+			return 0;
+		if (!budget_ns)
+			return 0;
+	}
+}
+
+uint64_t verbs_srv_busy_poll_ns(void)
+{
+	const char *env = getenv("RDPS_VERBS_BUSY_POLL_US");
+	unsigned long long us;
+	char *end;
+
+	if (!env || !*env)
+		return VERBS_BUSY_POLL_US * 1000ull;
+	errno = 0;
+	us = strtoull(env, &end, 10);
+	if (errno || *end || us > VERBS_BUSY_POLL_MAX_US) {
+		rdps_warn("RDPS_VERBS_BUSY_POLL_US=%s is not a number of microseconds from 0 to %u; "
+			  "using %u", env, VERBS_BUSY_POLL_MAX_US, VERBS_BUSY_POLL_US);
+		return VERBS_BUSY_POLL_US * 1000ull;
+	}
+	return us * 1000ull;
+}

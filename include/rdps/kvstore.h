@@ -207,6 +207,12 @@ int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,
 int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
 		     const float *grads, uint32_t n);
 
+/* Like rdps_shard_apply, with the gradient of ids[i] at row index[i] of
+ * grads (the caller's rows, not grouped; index NULL: row i). Gradients of
+ * one id are summed in the order of ids. */
+int rdps_shard_apply_gather(struct rdps_shard *s, const uint64_t *ids, const float *grads,
+			    const uint32_t *index, uint32_t n);
+
 /* Floats of optimizer state the shard keeps (0 for SGD, a float per row
  * part for row-wise Adagrad, dim per row for element-wise Adagrad). */
 uint64_t rdps_shard_state_floats(const struct rdps_shard *s);

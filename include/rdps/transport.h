@@ -164,6 +164,8 @@ struct rdps_request {
 	uint32_t n;            /* ids */
 	const uint64_t *ids;   /* global ids (not yet range-checked) */
 	const float *grads;    /* push: n * dim floats */
+	const uint32_t *grad_index; /* push: grads of ids[i] at row grad_index[i]
+				     * (in-process gathers; NULL: row i) */
 	float *rows_out;       /* pull: n * dim floats to fill */
 	/* allreduce: the client's vector */
 	const void *payload;
@@ -259,6 +261,12 @@ struct rdps_transport_ops {
 	 * the next flush. */
 	int (*push)(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		    const float *grads, uint32_t n);
+	/* As push, but the gradient of ids[i] is the row grads + index[i] *
+	 * dim of the caller's array (index NULL: row i, as push): the backend
+	 * gathers rows straight into the wire or its registered buffers, so
+	 * the caller need not group them per server first. */
+	int (*push_gather)(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
+			   const float *grads, const uint32_t *index, uint32_t n);
 
 	/* Synchronous control request (FLUSH, BARRIER, STATS, SHUTDOWN,
 	 * ALLREDUCE) with an optional request payload (ALLREDUCE's vector);

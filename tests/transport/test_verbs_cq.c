@@ -42,7 +42,24 @@ static struct model {
 	uint64_t sent_wr[MAX_SESS][256];
 	uint32_t sent_imm[MAX_SESS][256];
 	uint32_t nsent[MAX_SESS], delivered[MAX_SESS];
+	/* the server's CQ: completions that appear after some empty polls */
+	struct ibv_wc cqe[8];
+	uint32_t ncqe, cq_polls, cq_ready_after;
 } m;
+
+static int model_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+	int n = 0;
+
+	(void)cq;
+	if (++m.cq_polls <= m.cq_ready_after)
+		return 0;
+	for (; n < num && m.ncqe; n++) {
+		wc[n] = m.cqe[0];
+		memmove(m.cqe, m.cqe + 1, --m.ncqe * sizeof(m.cqe[0]));
+	}
+	return n;
+}
 
 static int model_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			       struct ibv_recv_wr **bad)
@@ -73,6 +90,7 @@ static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv
 }
 
 static struct ibv_context ctx;
+static struct ibv_cq srv_cq = { .context = &ctx };
 static struct ibv_srq srq;
 static struct ibv_mr mr;
 static struct ibv_qp qps[MAX_SESS];
@@ -108,6 +126,8 @@ static void setup(void)
 	applied_sum = 0;
 	ctx.ops.post_srq_recv = model_post_srq_recv;
 	ctx.ops.post_send = model_post_send;
+	ctx.ops.poll_cq = model_poll_cq;
+	vs.cq = &srv_cq;
 	srq.context = &ctx;
 	mr.lkey = 1;
 	slot_mem = aligned_alloc(4096, (size_t)SLOTS * VERBS_MSG_SIZE);
@@ -420,4 +440,45 @@ Test(verbs_cq, a_flush_is_acknowledged_after_the_pushes_before_it)
 	cr_assert_eq(IMM_FAILED(imm), 1, "the ack reports %u refused pushes, want 1",
 		     IMM_FAILED(imm));
 	check_conserved();
+}
+
+/*
+ * Busy-polling: a push whose completion shows up only after some empty
+ * polls is handled by verbs_srv_busy_poll() itself (progress() then does
+ * not sleep on the channel); with no budget it polls once and leaves it
+ * (progress() would sleep until the channel wakes it). With nothing to
+ * come it gives up after its budget.
+ */
+Test(verbs_cq, busy_poll_handles_completions_that_come_while_it_spins)
+{
+	uint32_t slot;
+
+	admit(0);
+	slot = arrive(0, RDPS_REQ_PUSH, 5);
+	m.cqe[m.ncqe++] = recv_wc(0, slot, IBV_WC_SUCCESS, IBV_WC_RECV);
+	m.cq_ready_after = 40;
+	/* Control: no budget, one poll, nothing yet. */
+	cr_assert_eq(verbs_srv_busy_poll(&vs, 0), 0);
+	cr_assert_eq(m.cq_polls, 1);
+	cr_assert_eq(applied[0], 0);
+	cr_assert_eq(verbs_srv_busy_poll(&vs, 10ull * 1000000000ull), 1);
+	cr_assert_eq(applied[0], 5, "the push was not applied by the busy poll");
+	cr_assert_gt(m.cq_polls, 40);
+	/* Nothing more will come: it returns after its budget (1 ms). */
+	cr_assert_eq(verbs_srv_busy_poll(&vs, 1000000), 0);
+	verbs_srv_regrant(&vs);
+	check_conserved();
+}
+
+Test(verbs_cq, busy_poll_budget_from_the_environment)
+{
+	unsetenv("RDPS_VERBS_BUSY_POLL_US");
+	cr_assert_eq(verbs_srv_busy_poll_ns(), VERBS_BUSY_POLL_US * 1000ull);
+	setenv("RDPS_VERBS_BUSY_POLL_US", "0", 1);
+	cr_assert_eq(verbs_srv_busy_poll_ns(), 0);
+	setenv("RDPS_VERBS_BUSY_POLL_US", "200", 1);
+	cr_assert_eq(verbs_srv_busy_poll_ns(), 200000);
+	setenv("RDPS_VERBS_BUSY_POLL_US", "20ms", 1);
+	cr_assert_eq(verbs_srv_busy_poll_ns(), VERBS_BUSY_POLL_US * 1000ull);
+	unsetenv("RDPS_VERBS_BUSY_POLL_US");
 }
