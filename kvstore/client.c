@@ -49,7 +49,38 @@ struct rdps_client {
 	size_t *cursor;                       /* num_servers: next row to send */
 	uint64_t *ids_sorted; size_t ids_cap;
 	uint32_t *perm; size_t perm_cap;      /* sorted position -> input position */
-	float *rows; size_t rows_cap;         /* grouped rows or gradients */
+	struct rdps_pull_batch *busy;         /* the batch with pulls in flight, or NULL */
+	struct rdps_pull_batch *own;          /* rdps_client_pull()'s, made at its first call */
+};
+
+/* Where route() leaves one request's per-server segments. */
+struct route_buf {
+	size_t *start;                        /* num_servers + 1 segment starts */
+	size_t *cursor;                       /* num_servers: next row to send */
+	uint64_t *ids_sorted; size_t ids_cap; /* ids grouped by server (if not already) */
+	uint32_t *perm; size_t perm_cap;      /* sorted position -> input position */
+};
+
+/* One pull of a batch. */
+struct pull_part {
+	uint32_t table, dim;
+	size_t n;
+	float *out;                           /* the caller's rows (input order) */
+	const uint64_t *src;                  /* ids in server order */
+	float *dst;                           /* rows in server order: out, or rows */
+	int grouped;                          /* dst is rows: scatter into out at the end */
+	struct route_buf rb;
+	float *rows; size_t rows_cap;         /* grouped rows, grown as needed */
+};
+
+/* Pulls posted together and completed together (client.h). Its buffers grow
+ * to the largest batch seen and are reused. */
+struct rdps_pull_batch {
+	struct rdps_client *c;
+	uint32_t nparts;
+	struct pull_part parts[RDPS_PULL_BATCH_MAX];
+	uint32_t *posted;                     /* num_servers: posted since the last wait */
+	int err;                              /* first transport failure, for finish */
 };
 
 static int fail(struct rdps_client *c, int ret, const char *fmt, const char *detail)
@@ -334,8 +365,8 @@ void rdps_client_destroy(struct rdps_client *c)
 	free(c->srv_of);
 	free(c->ids_sorted);
 	free(c->perm);
-	free(c->rows);
 	free(c->eps);
+	rdps_client_pull_batch_destroy(c->own); /* never left in flight */
 	rdps_ipconfig_free(&c->owned_ipc);
 	free(c);
 }
@@ -455,16 +486,17 @@ uint32_t rdps_client_locate(const struct rdps_client *c, uint32_t table, uint64_
 }
 
 /*
- * Finds each id's server and the per-server segments. If ids already come
- * grouped by server in server order (the common case for sorted batches),
- * the segments are ranges of the caller's arrays and *grouped stays 0;
- * otherwise ids are counting-sorted into c->ids_sorted with c->perm.
+ * Finds each id's server and the per-server segments (in rb). If ids already
+ * come grouped by server in server order (the common case for sorted
+ * batches), the segments are ranges of the caller's arrays and *grouped
+ * stays 0; otherwise ids are counting-sorted into rb->ids_sorted with
+ * rb->perm.
  */
-static int route(struct rdps_client *c, uint32_t table, const uint64_t *ids,
-		 size_t n, int *grouped)
+static int route_into(struct rdps_client *c, struct route_buf *rb, uint32_t table,
+		      const uint64_t *ids, size_t n, int *grouped)
 {
-	const struct rdps_book *b = &c->books[table];
-	const uint64_t rows = c->tables[table].num_rows;
+	const struct rdps_book *b;
+	uint64_t rows;
 	uint32_t prev = 0;
 	size_t bytes;
 	int ret, in_order = 1;
@@ -474,12 +506,14 @@ static int route(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 			 table, c->num_tables);
 		return -ENOENT;
 	}
+	b = &c->books[table];
+	rows = c->tables[table].num_rows;
 	bytes = c->srv_of_cap * sizeof(uint32_t);
 	ret = rdps_reserve((void **)&c->srv_of, &bytes, n * sizeof(uint32_t));
 	if (ret)
 		return ret;
 	c->srv_of_cap = bytes / sizeof(uint32_t);
-	memset(c->start, 0, (c->num_servers + 1) * sizeof(size_t));
+	memset(rb->start, 0, (c->num_servers + 1) * sizeof(size_t));
 	for (size_t i = 0; i < n; i++) {
 		uint32_t s;
 
@@ -492,39 +526,46 @@ static int route(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 		}
 		s = c->num_servers == 1 ? 0 : rdps_book_part(b, ids[i]);
 		c->srv_of[i] = s;
-		c->start[s + 1]++;
+		rb->start[s + 1]++;
 		in_order &= s >= prev;
 		prev = s;
 	}
 	for (uint32_t s = 0; s < c->num_servers; s++)
-		c->start[s + 1] += c->start[s];
+		rb->start[s + 1] += rb->start[s];
 	*grouped = !in_order;
 	if (in_order)
 		return 0;
-	bytes = c->ids_cap * sizeof(uint64_t);
-	if ((ret = rdps_reserve((void **)&c->ids_sorted, &bytes, n * sizeof(uint64_t))))
+	bytes = rb->ids_cap * sizeof(uint64_t);
+	if ((ret = rdps_reserve((void **)&rb->ids_sorted, &bytes, n * sizeof(uint64_t))))
 		return ret;
-	c->ids_cap = bytes / sizeof(uint64_t);
-	bytes = c->perm_cap * sizeof(uint32_t);
-	if ((ret = rdps_reserve((void **)&c->perm, &bytes, n * sizeof(uint32_t))))
+	rb->ids_cap = bytes / sizeof(uint64_t);
+	bytes = rb->perm_cap * sizeof(uint32_t);
+	if ((ret = rdps_reserve((void **)&rb->perm, &bytes, n * sizeof(uint32_t))))
 		return ret;
-	c->perm_cap = bytes / sizeof(uint32_t);
-	memcpy(c->cursor, c->start, c->num_servers * sizeof(size_t));
+	rb->perm_cap = bytes / sizeof(uint32_t);
+	memcpy(rb->cursor, rb->start, c->num_servers * sizeof(size_t));
 	for (size_t i = 0; i < n; i++) {
-		size_t pos = c->cursor[c->srv_of[i]]++;
+		size_t pos = rb->cursor[c->srv_of[i]]++;
 
-		c->ids_sorted[pos] = ids[i];
-		c->perm[pos] = (uint32_t)i;
+		rb->ids_sorted[pos] = ids[i];
+		rb->perm[pos] = (uint32_t)i;
 	}
 	return 0;
 }
 
-static int reserve_rows(struct rdps_client *c, size_t n, uint32_t dim)
+/* route_into() the client's own scratch (c->start, c->cursor, c->ids_sorted,
+ * c->perm), as pushes use it. */
+static int route(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		 size_t n, int *grouped)
 {
-	size_t bytes = c->rows_cap * sizeof(float);
-	int ret = rdps_reserve((void **)&c->rows, &bytes, n * dim * sizeof(float));
+	struct route_buf rb = { c->start, c->cursor, c->ids_sorted, c->ids_cap, c->perm,
+				c->perm_cap };
+	int ret = route_into(c, &rb, table, ids, n, grouped);
 
-	c->rows_cap = bytes / sizeof(float);
+	c->ids_sorted = rb.ids_sorted;
+	c->ids_cap = rb.ids_cap;
+	c->perm = rb.perm;
+	c->perm_cap = rb.perm_cap;
 	return ret;
 }
 
@@ -535,90 +576,231 @@ static size_t chunk_rows(uint32_t dim)
 	return r < CLIENT_MAX_REQ_ROWS ? r : CLIENT_MAX_REQ_ROWS;
 }
 
-static int pull_once(struct rdps_client *c, uint32_t table, const uint64_t *ids,
-		     size_t n, float *out);
-
-int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
-		     size_t n, float *out)
+int rdps_client_pull_batch_create(struct rdps_client *c, struct rdps_pull_batch **out)
 {
-	int ret = pull_once(c, table, ids, n, out);
+	struct rdps_pull_batch *b = calloc(1, sizeof(*b));
+	uint32_t ns = c->num_servers;
 
-	/* A pull is idempotent: after a reconnect, read again. */
-	for (int tries = 0; ret && tries < 3 && c->reconnect_ms && conn_lost(ret); tries++) {
-		if (recover(c, ret))
-			return ret;
-		ret = pull_once(c, table, ids, n, out);
+	*out = NULL;
+	if (!b)
+		return -ENOMEM;
+	b->c = c;
+	b->posted = calloc(ns, sizeof(*b->posted));
+	if (!b->posted)
+		goto err_free;
+	for (uint32_t i = 0; i < RDPS_PULL_BATCH_MAX; i++) {
+		struct route_buf *rb = &b->parts[i].rb;
+
+		rb->start = calloc(ns + 1, sizeof(size_t));
+		rb->cursor = calloc(ns, sizeof(size_t));
+		if (!rb->start || !rb->cursor)
+			goto err_free;
 	}
-	return ret;
+	*out = b;
+	return 0;
+
+err_free:
+	rdps_client_pull_batch_destroy(b);
+	return -ENOMEM;
 }
 
-static int pull_once(struct rdps_client *c, uint32_t table, const uint64_t *ids,
-		     size_t n, float *out)
+/* Posts the batch's rows not yet posted, up to CLIENT_POST_DEPTH requests
+ * per server since its last wait; parts in the order they were started. The
+ * first failure stops posting and is kept for finish. */
+static void batch_post(struct rdps_pull_batch *b)
 {
-	const uint64_t *src;
-	float *dst;
-	uint32_t dim;
-	size_t chunk;
-	int grouped, ret, first = 0;
-	bool more = true;
+	struct rdps_client *c = b->c;
 
-	if (ensure_conns(c))
+	for (uint32_t s = 0; s < c->num_servers && !b->err; s++) {
+		for (uint32_t i = 0; i < b->nparts && !b->err; i++) {
+			struct pull_part *p = &b->parts[i];
+			size_t chunk = chunk_rows(p->dim), end = p->rb.start[s + 1];
+
+			while (b->posted[s] < CLIENT_POST_DEPTH && p->rb.cursor[s] < end) {
+				size_t pos = p->rb.cursor[s], m = end - pos;
+				int ret;
+
+				if (m > chunk)
+					m = chunk;
+				ret = c->ops->pull_post(c->conns[s], p->table, p->src + pos,
+							(uint32_t)m, p->dst + pos * p->dim);
+				if (ret) {
+					b->err = conn_fail(c, ret, s);
+					break;
+				}
+				b->posted[s]++;
+				p->rb.cursor[s] += m;
+			}
+		}
+	}
+}
+
+/* Waits for every server with posted pulls (all of them, even after a
+ * failure: a connection is left with none pending). */
+static void batch_wait(struct rdps_pull_batch *b)
+{
+	struct rdps_client *c = b->c;
+
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		int ret;
+
+		if (!b->posted[s])
+			continue;
+		b->posted[s] = 0;
+		ret = c->ops->pull_wait(c->conns[s]);
+		if (ret && !b->err)
+			b->err = conn_fail(c, ret, s);
+	}
+}
+
+static bool batch_all_posted(const struct rdps_pull_batch *b)
+{
+	for (uint32_t i = 0; i < b->nparts; i++)
+		for (uint32_t s = 0; s < b->c->num_servers; s++)
+			if (b->parts[i].rb.cursor[s] < b->parts[i].rb.start[s + 1])
+				return false;
+	return true;
+}
+
+/* Waits, posts the next rounds and waits again until every row is in. */
+static void batch_complete(struct rdps_pull_batch *b)
+{
+	for (;;) {
+		batch_wait(b);
+		if (b->err || batch_all_posted(b))
+			return;
+		batch_post(b);
+	}
+}
+
+static void batch_reset(struct rdps_pull_batch *b)
+{
+	b->nparts = 0;
+	b->err = 0;
+	if (b->c->busy == b)
+		b->c->busy = NULL;
+}
+
+void rdps_client_pull_batch_destroy(struct rdps_pull_batch *b)
+{
+	if (!b)
+		return;
+	if (b->c && b->c->busy == b) {
+		batch_wait(b); /* the transports must not write into freed rows */
+		batch_reset(b);
+	}
+	for (uint32_t i = 0; i < RDPS_PULL_BATCH_MAX; i++) {
+		struct pull_part *p = &b->parts[i];
+
+		free(p->rb.start);
+		free(p->rb.cursor);
+		free(p->rb.ids_sorted);
+		free(p->rb.perm);
+		free(p->rows);
+	}
+	free(b->posted);
+	free(b);
+}
+
+int rdps_client_pull_start(struct rdps_client *c, struct rdps_pull_batch *b, uint32_t table,
+			   const uint64_t *ids, size_t n, float *out)
+{
+	struct pull_part *p;
+	int ret;
+
+	if (b->c != c)
+		return fail(c, -EINVAL, "pull batch of another client%s", "");
+	if (c->busy && c->busy != b)
+		return fail(c, -EBUSY, "another pull batch is in flight on this client: "
+			    "finish it first%s", "");
+	if (!b->nparts && ensure_conns(c))
 		return -ENOTCONN;
 	if (!n)
 		return 0;
 	if (n > UINT32_MAX)
-		return -EINVAL;
-	ret = route(c, table, ids, n, &grouped);
+		return fail(c, -EINVAL, "a pull of more than 2^32 rows%s", "");
+	if (b->nparts == RDPS_PULL_BATCH_MAX) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "a pull batch holds at most %u pulls: "
+			 "finish it first", RDPS_PULL_BATCH_MAX);
+		return -ENOSPC;
+	}
+	p = &b->parts[b->nparts];
+	ret = route_into(c, &p->rb, table, ids, n, &p->grouped);
 	if (ret)
 		return ret;
-	dim = c->tables[table].dim;
-	chunk = chunk_rows(dim);
-	src = ids;
-	dst = out;
-	if (grouped) {
-		if ((ret = reserve_rows(c, n, dim)))
-			return ret;
-		src = c->ids_sorted;
-		dst = c->rows;
-	}
-	memcpy(c->cursor, c->start, c->num_servers * sizeof(size_t));
-	/* Rounds of up to CLIENT_POST_DEPTH requests per server, all posted
-	 * before any is waited on. */
-	while (more && !first) {
-		more = false;
-		for (uint32_t s = 0; s < c->num_servers; s++) {
-			for (uint32_t k = 0; k < CLIENT_POST_DEPTH && c->cursor[s] < c->start[s + 1]; k++) {
-				size_t pos = c->cursor[s], m = c->start[s + 1] - pos;
+	p->table = table;
+	p->dim = c->tables[table].dim;
+	p->n = n;
+	p->out = out;
+	p->src = ids;
+	p->dst = out;
+	if (p->grouped) {
+		size_t bytes = p->rows_cap * sizeof(float);
 
-				if (m > chunk)
-					m = chunk;
-				ret = c->ops->pull_post(c->conns[s], table, src + pos, (uint32_t)m,
-							dst + pos * dim);
-				if (ret) {
-					if (!first)
-						first = conn_fail(c, ret, s);
-					break;
-				}
-				c->cursor[s] += m;
-			}
-		}
-		for (uint32_t s = 0; s < c->num_servers; s++) {
-			if (c->start[s + 1] == c->start[s])
-				continue;
-			ret = c->ops->pull_wait(c->conns[s]);
-			if (ret && !first)
-				first = conn_fail(c, ret, s);
-			if (c->cursor[s] < c->start[s + 1])
-				more = true;
-		}
+		ret = rdps_reserve((void **)&p->rows, &bytes, n * p->dim * sizeof(float));
+		if (ret)
+			return ret;
+		p->rows_cap = bytes / sizeof(float);
+		p->src = p->rb.ids_sorted;
+		p->dst = p->rows;
 	}
-	if (first)
-		return first;
-	if (grouped)
-		for (size_t i = 0; i < n; i++)
-			memcpy(out + (size_t)c->perm[i] * dim, c->rows + i * dim,
-			       dim * sizeof(float));
+	memcpy(p->rb.cursor, p->rb.start, c->num_servers * sizeof(size_t));
+	b->nparts++;
+	c->busy = b;
+	/* After a failure, finish reads the whole batch again (or reports it). */
+	if (!b->err)
+		batch_post(b);
 	return 0;
+}
+
+int rdps_client_pull_finish(struct rdps_client *c, struct rdps_pull_batch *b)
+{
+	int ret;
+
+	if (b->c != c)
+		return fail(c, -EINVAL, "pull batch of another client%s", "");
+	if (!b->nparts)
+		return 0;
+	batch_complete(b);
+	/* A pull is idempotent: after a reconnect, read the batch again. */
+	for (int tries = 0; b->err && tries < 3 && c->reconnect_ms && conn_lost(b->err); tries++) {
+		if (recover(c, b->err))
+			break;
+		b->err = 0;
+		for (uint32_t i = 0; i < b->nparts; i++)
+			memcpy(b->parts[i].rb.cursor, b->parts[i].rb.start,
+			       c->num_servers * sizeof(size_t));
+		batch_post(b);
+		batch_complete(b);
+	}
+	ret = b->err;
+	for (uint32_t i = 0; !ret && i < b->nparts; i++) {
+		const struct pull_part *p = &b->parts[i];
+
+		if (!p->grouped)
+			continue;
+		for (size_t k = 0; k < p->n; k++)
+			memcpy(p->out + (size_t)p->rb.perm[k] * p->dim, p->rows + k * p->dim,
+			       p->dim * sizeof(float));
+	}
+	batch_reset(b);
+	return ret;
+}
+
+int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		     size_t n, float *out)
+{
+	int ret;
+
+	if (c->busy)
+		return fail(c, -EBUSY, "a pull batch is in flight on this client: "
+			    "finish it first%s", "");
+	if (!c->own && (ret = rdps_client_pull_batch_create(c, &c->own)))
+		return ret;
+	ret = rdps_client_pull_start(c, c->own, table, ids, n, out);
+	if (ret)
+		return ret; /* nothing was started */
+	return rdps_client_pull_finish(c, c->own);
 }
 
 /* A connection carrying pushes was lost: reconnect, and say what that cost. */

@@ -108,6 +108,58 @@ uint32_t rdps_client_locate(const struct rdps_client *c, uint32_t table, uint64_
 int rdps_client_pull(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 		     size_t n, float *out);
 
+/*
+ * Pulls in flight while the caller computes: a batch of up to
+ * RDPS_PULL_BATCH_MAX pulls (e.g. one training step's entity and relation
+ * rows), posted together to every server before any is waited on, and
+ * completed together:
+ *
+ *   rdps_client_pull_batch_create(c, &b);            // once per client
+ *   rdps_client_pull_start(c, b, ent, ids, n, rows);  // posted, returns
+ *   rdps_client_pull_start(c, b, rel, rids, m, rrows);
+ *   ... compute on other buffers ...
+ *   rdps_client_pull_finish(c, b);                     // rows are in
+ *
+ * rdps_client_pull() is a start and a finish. Each server gets at most
+ * RDPS_TRANSPORT_POST_DEPTH requests before a wait: rows beyond them are
+ * posted by finish. A batch's buffers grow to the largest batch seen and
+ * are reused: steady state allocates nothing.
+ *
+ * From the first start to finish, ids and out belong to the client (do not
+ * touch or free them), and the client has only this batch in flight: a
+ * second batch, rdps_client_pull() or a pull_start after RDPS_PULL_BATCH_MAX
+ * pulls return -EBUSY / -ENOSPC with a reason; a push, flush or other
+ * request fails with the transport's -EBUSY (pushes cannot pass posted
+ * pulls on a connection). So push a step's gradients after the next step's
+ * pull finished.
+ *
+ * start returns the errors of its arguments (-ENOENT unknown table,
+ * -ERANGE id >= num_rows, -EINVAL batch of another client, -EBUSY,
+ * -ENOSPC, -ENOMEM, -ENOTCONN); the pulls started before stay in flight
+ * (finish them). A transport failure is returned by finish, which with
+ * reconnect_ms first reconnects and reads the whole batch again (pulls are
+ * idempotent). finish leaves the batch empty, whatever it returns; finish
+ * of an empty batch returns 0.
+ */
+#define RDPS_PULL_BATCH_MAX 4
+
+struct rdps_pull_batch; /* opaque */
+
+/* A batch for client c (used with c only). 0 or -ENOMEM. */
+int rdps_client_pull_batch_create(struct rdps_client *c, struct rdps_pull_batch **out);
+
+/* Waits for the batch's pulls still in flight and frees it. Accepts NULL.
+ * Destroy a client's batches before the client. */
+void rdps_client_pull_batch_destroy(struct rdps_pull_batch *b);
+
+/* Adds the pull of rows ids[0..n) of table into out (as rdps_client_pull())
+ * to b and posts what the servers' depth allows; returns without waiting. */
+int rdps_client_pull_start(struct rdps_client *c, struct rdps_pull_batch *b, uint32_t table,
+			   const uint64_t *ids, size_t n, float *out);
+
+/* Returns once every pull started in b is in its out. */
+int rdps_client_pull_finish(struct rdps_client *c, struct rdps_pull_batch *b);
+
 /* Sends gradients grads (n * dim floats) of ids to their servers, which
  * sum gradients of one id and apply the table's optimizer. Returns once
  * ids and grads may be reused; blocks only while max_inflight_bytes are
