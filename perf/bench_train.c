@@ -14,7 +14,10 @@
  *
  * Throughput and the shares of step time in pull, compute and push come from
  * the trainers' progress lines ("step ... pull X ms compute Y ms push Z ms",
- * thread 0's interval means), read line by line as they are printed.
+ * thread 0's interval means; distributed also "net N ms hidden H ms"), read
+ * line by line as they are printed; the split of a step (sample, gather,
+ * kernel, optimizer, network blocked, network time and the part of it
+ * hidden by the step pipeline) from each trainer's "step split" line.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -37,6 +40,7 @@ struct train_opts {
 	uint64_t hidden_dim, batch, neg, max_step, log_interval, threads;
 	double gamma, lr;
 	bool adv;
+	bool no_pipeline;   /* the trainers' serial step */
 	bool ph_kernel, ph_standalone, ph_distributed, ph_curve;
 	uint64_t curve_steps[MAX_LIST];
 	int ncurve;
@@ -72,6 +76,7 @@ static void usage(FILE *f)
 "  --gamma F              (default 12)\n"
 "  --lr F                 (default 0.1)\n"
 "  -adv, --adv            self-adversarial negatives\n"
+"  --no_pipeline          the trainers' serial step (default: their step pipeline)\n"
 "  --batch_size N         (default 1024)\n"
 "  --neg_sample_size N    (default 256)\n"
 "  --max_step N           steps per thread of the standalone/distributed runs\n"
@@ -188,6 +193,9 @@ struct train_run {
 	double train_s;
 	double pull_ms, comp_ms, push_ms; /* sums of the interval means */
 	int nlog;
+	/* "step split" line (rdps/train.h, struct rdps_train_step_split) */
+	bool have_split, pipeline;
+	double sample_ms, gather_ms, kernel_ms, optimizer_ms, network_ms, net_ms, hidden_ms;
 	double last_loss;   /* of the last progress line */
 	bool have_test;
 	double mrr, mr, h1, h3, h10;
@@ -202,7 +210,8 @@ static void parse_line(const char *line, struct train_run *r, const char *label,
 {
 	unsigned tr;
 	unsigned long long step, max, steps;
-	double loss, rate, pull, comp, push, secs, v;
+	double loss, rate, pull, comp, push, secs, v, net = NAN, hidden = NAN;
+	char pipe[4];
 	const char *p;
 
 	if (sscanf(line, "[trainer %u] step %llu/%llu loss %lf %lf pos/s pull %lf ms compute %lf ms push %lf ms",
@@ -212,6 +221,10 @@ static void parse_line(const char *line, struct train_run *r, const char *label,
 		r->push_ms += push;
 		r->nlog++;
 		r->last_loss = loss;
+		/* distributed: "  net N ms  hidden H ms (X%)" */
+		if ((p = strstr(line, "  net ")) && sscanf(p, " net %lf ms hidden %lf ms", &net,
+							     &hidden) != 2)
+			net = hidden = NAN;
 		if (label) {
 			struct bench_json j;
 
@@ -225,6 +238,8 @@ static void parse_line(const char *line, struct train_run *r, const char *label,
 			bench_json_num(&j, "pull_ms", pull);
 			bench_json_num(&j, "compute_ms", comp);
 			bench_json_num(&j, "push_ms", push);
+			bench_json_num(&j, "net_ms", net);
+			bench_json_num(&j, "hidden_ms", hidden);
 			bench_json_end(&j);
 		}
 	} else if (sscanf(line, "[trainer %u] training done: %llu steps", &tr, &steps) == 2 &&
@@ -234,6 +249,13 @@ static void parse_line(const char *line, struct train_run *r, const char *label,
 		 * only the tail is parsed, so the middle may grow. */
 		r->train_s = secs;
 		r->pos_per_s = rate;
+	} else if (sscanf(line, "[trainer %u] step split: sample %lf ms gather %lf ms kernel %lf ms "
+			  "optimizer %lf ms network %lf ms net %lf ms hidden %lf ms (thread 0's mean "
+			  "per step; pipeline %3[a-z])", &tr, &r->sample_ms, &r->gather_ms,
+			  &r->kernel_ms, &r->optimizer_ms, &r->network_ms, &r->net_ms,
+			  &r->hidden_ms, pipe) == 9) {
+		r->have_split = true;
+		r->pipeline = !strcmp(pipe, "on");
 	} else if (sscanf(line, "Test average MRR : %lf", &v) == 1) {
 		r->mrr = v;
 		r->have_test = true;
@@ -294,6 +316,8 @@ static void add_train_args(const struct train_opts *o, uint64_t max_step, char *
 	argv[(*n)++] = (char *)num_arg(ab, "%.0f", (double)o->log_interval);
 	if (o->adv)
 		argv[(*n)++] = "-adv";
+	if (o->no_pipeline)
+		argv[(*n)++] = "--no_pipeline";
 }
 
 /* One standalone run; label != NULL emits its progress lines. */
@@ -470,6 +494,17 @@ static void emit_train(const char *mode, const struct train_opts *o, uint32_t tr
 	bench_json_num(&j, "compute_share", tot > 0 ? r->comp_ms / tot : NAN);
 	bench_json_num(&j, "push_share", tot > 0 ? r->push_ms / tot : NAN);
 	bench_json_num(&j, "step_ms", r->nlog ? tot / r->nlog : NAN);
+	/* trainer 0's thread 0, mean per step over the run (NAN: no split line) */
+	bench_json_bool(&j, "pipeline", r->have_split ? r->pipeline : !o->no_pipeline);
+	bench_json_num(&j, "step_sample_ms", r->have_split ? r->sample_ms : NAN);
+	bench_json_num(&j, "step_gather_ms", r->have_split ? r->gather_ms : NAN);
+	bench_json_num(&j, "step_kernel_ms", r->have_split ? r->kernel_ms : NAN);
+	bench_json_num(&j, "step_optimizer_ms", r->have_split ? r->optimizer_ms : NAN);
+	bench_json_num(&j, "step_network_ms", r->have_split ? r->network_ms : NAN);
+	bench_json_num(&j, "step_net_ms", r->have_split ? r->net_ms : NAN);
+	bench_json_num(&j, "step_hidden_ms", r->have_split ? r->hidden_ms : NAN);
+	bench_json_num(&j, "hidden_share", r->have_split && r->net_ms > 0 ? r->hidden_ms / r->net_ms
+									  : NAN);
 	bench_json_end(&j);
 	bench_table_row("%-12s %8u %12.0f %14.0f %8.1f %8.1f %8.1f %9.2f", mode, trainers,
 			pos_per_s, per_trainer, tot > 0 ? 100 * r->pull_ms / tot : NAN,
@@ -481,7 +516,7 @@ int rdps_bench_train(int argc, char **argv)
 {
 	enum { O_DATA = 256, O_WORKDIR, O_PHASES, O_MODEL, O_DIM, O_GAMMA, O_LR, O_ADV, O_BATCH,
 	       O_NEG, O_STEPS, O_LOGI, O_THREADS, O_CURVE, O_KMODELS, O_KDIM, O_KNEG, O_KBATCH,
-	       O_KSECS, O_PORT, O_SENT, O_STRI };
+	       O_KSECS, O_PORT, O_SENT, O_STRI, O_NOPIPE };
 	static const struct option lopts[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "workdir", required_argument, NULL, O_WORKDIR },
@@ -491,6 +526,7 @@ int rdps_bench_train(int argc, char **argv)
 		{ "gamma", required_argument, NULL, O_GAMMA },
 		{ "lr", required_argument, NULL, O_LR },
 		{ "adv", no_argument, NULL, O_ADV },
+		{ "no_pipeline", no_argument, NULL, O_NOPIPE },
 		{ "batch_size", required_argument, NULL, O_BATCH },
 		{ "neg_sample_size", required_argument, NULL, O_NEG },
 		{ "max_step", required_argument, NULL, O_STEPS },
@@ -550,6 +586,7 @@ int rdps_bench_train(int argc, char **argv)
 		case O_GAMMA: if (bench_parse_double(optarg, -1e9, 1e9, &o.gamma)) goto bad; break;
 		case O_LR: if (bench_parse_double(optarg, 0, 1e9, &o.lr)) goto bad; break;
 		case O_ADV: o.adv = true; break;
+		case O_NOPIPE: o.no_pipeline = true; break;
 		case O_BATCH: if (bench_parse_u64(optarg, 1, 1 << 20, &o.batch)) goto bad; break;
 		case O_NEG: if (bench_parse_u64(optarg, 1, 1 << 20, &o.neg)) goto bad; break;
 		case O_STEPS: if (bench_parse_u64(optarg, 1, 1ull << 40, &o.max_step)) goto bad; break;

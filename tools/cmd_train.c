@@ -102,11 +102,26 @@ static void usage(FILE *f)
 "                             distributed: the servers' --lr)\n"
 "  --optimizer NAME           standalone store: adagrad_row (default), adagrad, sgd\n"
 "  -log, --log_interval N     steps between progress lines (with elapsed time and ETA;\n"
-"                             default 1000)\n"
+"                             default 1000). Thread 0's means per step: pull, compute,\n"
+"                             push = time in the pull calls, the model kernel, the push\n"
+"                             calls; distributed also net N ms hidden H ms (X%%): N is\n"
+"                             the step's network time, measured from posting its pull\n"
+"                             until its rows were in plus its pushes, H the part of it\n"
+"                             the thread computed instead of waiting (exact when it still\n"
+"                             had to wait for the rows; an upper bound when they were\n"
+"                             in). At the end, a \"step split\" line: sample, gather,\n"
+"                             kernel, optimizer (standalone), network (blocked), net and\n"
+"                             hidden ms per step, also in results.json\n"
 "  --seed N                   sampling and initialisation seed (default 0)\n"
-"  --sync                     flush every push before the next pull (deterministic)\n"
+"  --sync                     flush every step's pushes at its end (deterministic)\n"
 "  --async_update             pushes overlap the next step (DGL-KE's flag; rdps's way\n"
 "                             unless --sync)\n"
+"  --no_pipeline              the serial step: pull, compute, push. By default a thread\n"
+"                             samples step k+1 and posts its pull before computing step\n"
+"                             k, and pushes step k's gradients once step k+1's rows are\n"
+"                             in: step k+1 reads rows without step k's gradients (one\n"
+"                             step stale at most). Flushes, evaluation, checkpoints and\n"
+"                             the end of training come between steps, nothing in flight\n"
 "  --force_sync_interval N    every N steps the trainer's threads flush their pushes and\n"
 "                             wait for each other (default: none; 1000 with --num_proc > 1,\n"
 "                             as DGL-KE)\n"
@@ -216,7 +231,7 @@ enum {
 	O_STANDALONE, O_IPC, O_RANK, O_NTRAIN, O_NPROC, O_NTHREAD, O_TRANSPORT, O_CONS,
 	O_TIMEOUT, O_KEEP, O_MODEL, O_DIM, O_GAMMA, O_DE, O_DR, O_ADV, O_ADVT, O_RC, O_RN,
 	O_LOSS, O_PAIRWISE, O_MARGIN, O_BATCH, O_NEG, O_CHUNK, O_NEG_DEG, O_STEPS, O_LR, O_OPT,
-	O_LOGI, O_SEED, O_SYNC, O_ASYNC, O_FORCE_SYNC, O_TEST, O_VALID, O_EVAL_INTERVAL,
+	O_LOGI, O_SEED, O_SYNC, O_ASYNC, O_NO_PIPELINE, O_FORCE_SYNC, O_TEST, O_VALID, O_EVAL_INTERVAL,
 	O_EVAL_PERCENT, O_BATCH_EVAL, O_NEG_EVAL, O_NEG_DEG_EVAL, O_NO_FILTER, O_PERREL, O_SAVE,
 	O_NO_SAVE, O_CHECK, O_SECRET, O_RECONNECT, O_CKDIR, O_RESUME, O_GPU, O_MIX, O_REL_PART,
 	O_EDGE_IMP, O_HELP,
@@ -273,6 +288,7 @@ static const struct option opts[] = {
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "sync", no_argument, NULL, O_SYNC },
 	{ "async_update", no_argument, NULL, O_ASYNC },
+	{ "no_pipeline", no_argument, NULL, O_NO_PIPELINE },
 	{ "force_sync_interval", required_argument, NULL, O_FORCE_SYNC },
 	{ "test", no_argument, NULL, O_TEST },
 	{ "valid", no_argument, NULL, O_VALID },
@@ -544,6 +560,7 @@ int rdps_cmd_train(int argc, char **argv)
 		case O_SEED: if (num("--seed", optarg, 0, 9e18, &v)) goto out; o.seed = (uint64_t)v; break;
 		case O_SYNC: o.sync_push = true; break;
 		case O_ASYNC: o.async_update = true; break;
+		case O_NO_PIPELINE: o.no_pipeline = true; break;
 		case O_FORCE_SYNC:
 			/* DGL-KE's -1: never */
 			if (num("--force_sync_interval", optarg, -1, 1e9, &v)) goto out;

@@ -127,6 +127,36 @@ static inline uint32_t index_of(const uint64_t *u, uint32_t n, uint32_t id)
 
 /* ---------------------------------------------------------------------- */
 
+static int step_buf_alloc(struct step_buf *sb, const struct job *j, uint32_t max_ent)
+{
+	uint32_t B = j->o->batch_size, nchunks = (B + j->chunk - 1) / j->chunk;
+
+	sb->head = malloc(B * sizeof(uint32_t));
+	sb->rel = malloc(B * sizeof(uint32_t));
+	sb->tail = malloc(B * sizeof(uint32_t));
+	sb->neg = malloc((size_t)nchunks * j->negs * sizeof(uint32_t));
+	sb->ent_ids = malloc(max_ent * sizeof(uint64_t));
+	sb->rel_ids = malloc(B * sizeof(uint64_t));
+	sb->ent_rows = aligned_alloc(64, RDPS_ALIGN_UP((size_t)max_ent * j->ent_dim * 4, 64));
+	sb->rel_rows = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
+	if (!sb->head || !sb->rel || !sb->tail || !sb->neg || !sb->ent_ids || !sb->rel_ids ||
+	    !sb->ent_rows || !sb->rel_rows)
+		return -ENOMEM;
+	return 0;
+}
+
+static void step_buf_free(struct step_buf *sb)
+{
+	free(sb->head);
+	free(sb->rel);
+	free(sb->tail);
+	free(sb->neg);
+	free(sb->ent_ids);
+	free(sb->rel_ids);
+	free(sb->ent_rows);
+	free(sb->rel_rows);
+}
+
 static int worker_alloc(struct worker *w)
 {
 	struct job *j = w->j;
@@ -135,22 +165,16 @@ static int worker_alloc(struct worker *w)
 	uint32_t negs = nchunks * j->negs;
 	uint32_t max_ent = 2 * B + negs;
 
-	w->head = malloc(B * sizeof(uint32_t));
-	w->rel = malloc(B * sizeof(uint32_t));
-	w->tail = malloc(B * sizeof(uint32_t));
-	w->neg = malloc(negs * sizeof(uint32_t));
+	/* The second batch only with the pipeline: the serial step has one. */
+	for (int i = 0; i < (o->no_pipeline ? 1 : 2); i++)
+		if (step_buf_alloc(&w->buf[i], j, max_ent))
+			return -ENOMEM;
 	w->tmp = malloc(max_ent * sizeof(uint32_t));
-	w->ent_ids = malloc(max_ent * sizeof(uint64_t));
-	w->rel_ids = malloc(B * sizeof(uint64_t));
-	w->ent_rows = aligned_alloc(64, RDPS_ALIGN_UP((size_t)max_ent * j->ent_dim * 4, 64));
 	w->ent_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)max_ent * j->ent_dim * 4, 64));
-	w->rel_rows = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
 	w->rel_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
 	w->scratch_size = rdps_model_scratch_size(j->model, j->chunk, j->negs, max_ent, B);
 	w->scratch = malloc(w->scratch_size);
-	if (!w->head || !w->rel || !w->tail || !w->neg || !w->tmp || !w->ent_ids ||
-	    !w->rel_ids || !w->ent_rows || !w->ent_grad || !w->rel_rows || !w->rel_grad ||
-	    !w->scratch)
+	if (!w->tmp || !w->ent_grad || !w->rel_grad || !w->scratch)
 		return -ENOMEM;
 	/* This thread's share of the trainer's positives. */
 	for (uint64_t i = w->t; i < j->train.count; i += j->o->num_thread)
@@ -165,19 +189,15 @@ static int worker_alloc(struct worker *w)
 
 static void worker_free(struct worker *w)
 {
-	free(w->head);
-	free(w->rel);
-	free(w->tail);
-	free(w->neg);
+	step_buf_free(&w->buf[0]);
+	step_buf_free(&w->buf[1]);
 	free(w->tmp);
-	free(w->ent_ids);
-	free(w->rel_ids);
-	free(w->ent_rows);
 	free(w->ent_grad);
-	free(w->rel_rows);
 	free(w->rel_grad);
 	free(w->scratch);
 	free(w->order);
+	rdps_client_pull_batch_destroy(w->pulls);
+	w->pulls = NULL;
 	rdps_client_destroy(w->c);
 }
 
@@ -243,17 +263,23 @@ static int connect_worker(struct worker *w)
 	}
 	w->ent_table = ent.id;
 	w->rel_table = rel.id;
-	return 0;
+	ret = rdps_client_pull_batch_create(w->c, &w->pulls);
+	if (ret)
+		rdps_tj_fail(j, ret, "out of memory for the pulls of a step");
+	return ret;
 }
 
-/* Fills the batch: positives, negatives, unique rows and their indices. */
-static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
+/* Samples step's positives and negatives into sb (ids, not yet rows);
+ * DGL-KE alternates head and tail corruption. */
+static void sample_batch(struct worker *w, struct step_buf *sb, uint64_t step)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	uint32_t B = o->batch_size, N = j->negs;
-	uint32_t nchunks = (B + j->chunk - 1) / j->chunk, n = 0;
+	uint32_t nchunks = (B + j->chunk - 1) / j->chunk;
+	int neg_head = (int)(step & 1);
 
+	sb->rng = w->rng;
 	for (uint32_t i = 0; i < B; i++) {
 		const uint32_t *tr;
 
@@ -262,42 +288,50 @@ static void build_batch(struct worker *w, struct rdps_batch *b, int neg_head)
 			w->cursor = 0;
 		}
 		tr = j->train.ids + 3 * (uint64_t)w->order[w->cursor++];
-		w->head[i] = tr[0];
-		w->rel[i] = tr[1];
-		w->tail[i] = tr[2];
+		sb->head[i] = tr[0];
+		sb->rel[i] = tr[1];
+		sb->tail[i] = tr[2];
 	}
 	for (uint32_t i = 0; i < nchunks * N; i++) {
 		const uint32_t *tr;
 
 		if (i % N < o->neg_sample_size) {
-			w->neg[i] = rdps_tj_uniform(&w->rng, j->num_entities);
+			sb->neg[i] = rdps_tj_uniform(&w->rng, j->num_entities);
 			continue;
 		}
 		/* --neg_deg_sample: the corrupted end of a random positive is an
 		 * entity drawn in proportion to its degree (DGL-KE draws the
 		 * chunk's own positives, and masks each one's own) */
 		tr = j->train.ids + 3 * (uint64_t)rdps_tj_uniform(&w->rng, j->train.count);
-		w->neg[i] = tr[neg_head ? 0 : 2];
+		sb->neg[i] = tr[neg_head ? 0 : 2];
 	}
-	memcpy(w->tmp, w->head, B * 4);
-	memcpy(w->tmp + B, w->tail, B * 4);
-	memcpy(w->tmp + 2 * B, w->neg, (size_t)nchunks * N * 4);
-	w->n_ent = unique_ids(w->tmp, 2 * B + nchunks * N, w->ent_ids);
-	memcpy(w->tmp, w->rel, B * 4);
-	w->n_rel = unique_ids(w->tmp, B, w->rel_ids);
-	/* Ids become row indices of the pulled (sorted, unique) rows. */
-	for (uint32_t i = 0; i < B; i++) {
-		w->head[i] = index_of(w->ent_ids, w->n_ent, w->head[i]);
-		w->tail[i] = index_of(w->ent_ids, w->n_ent, w->tail[i]);
-		w->rel[i] = index_of(w->rel_ids, w->n_rel, w->rel[i]);
-	}
-	for (uint32_t i = 0; i < nchunks * N; i++, n++)
-		w->neg[i] = index_of(w->ent_ids, w->n_ent, w->neg[i]);
-	*b = (struct rdps_batch){
+	sb->b = (struct rdps_batch){
 		.size = B, .chunk = j->chunk, .neg = N, .neg_head = neg_head,
-		.head = w->head, .rel = w->rel, .tail = w->tail, .neg_ent = w->neg,
-		.n_ent_rows = w->n_ent, .n_rel_rows = w->n_rel,
+		.head = sb->head, .rel = sb->rel, .tail = sb->tail, .neg_ent = sb->neg,
 	};
+}
+
+/* The rows sb's batch needs (sorted, unique ids), and its ids turned into
+ * indices of those rows. */
+static void gather_ids(struct worker *w, struct step_buf *sb)
+{
+	uint32_t B = sb->b.size, nneg = (B + sb->b.chunk - 1) / sb->b.chunk * sb->b.neg;
+
+	memcpy(w->tmp, sb->head, B * 4);
+	memcpy(w->tmp + B, sb->tail, B * 4);
+	memcpy(w->tmp + 2 * B, sb->neg, (size_t)nneg * 4);
+	sb->n_ent = unique_ids(w->tmp, 2 * B + nneg, sb->ent_ids);
+	memcpy(w->tmp, sb->rel, B * 4);
+	sb->n_rel = unique_ids(w->tmp, B, sb->rel_ids);
+	for (uint32_t i = 0; i < B; i++) {
+		sb->head[i] = index_of(sb->ent_ids, sb->n_ent, sb->head[i]);
+		sb->tail[i] = index_of(sb->ent_ids, sb->n_ent, sb->tail[i]);
+		sb->rel[i] = index_of(sb->rel_ids, sb->n_rel, sb->rel[i]);
+	}
+	for (uint32_t i = 0; i < nneg; i++)
+		sb->neg[i] = index_of(sb->ent_ids, sb->n_ent, sb->neg[i]);
+	sb->b.n_ent_rows = sb->n_ent;
+	sb->b.n_rel_rows = sb->n_rel;
 }
 
 /* A duration for progress lines: "8.5 s", "12m 05s", "3h 07m". */
@@ -324,37 +358,65 @@ const char *rdps_tj_fmt_eta(char *buf, size_t len, double secs, double done, dou
 	return buf;
 }
 
+/* Means per step of t (struct rdps_train_step_split says what each is). */
+static void step_split(const struct job *j, const struct step_times *t,
+		       struct rdps_train_step_split *out)
+{
+	double n = t->steps ? (double)t->steps * 1e6 : 1e6; /* ns sums -> ms per step */
+
+	*out = (struct rdps_train_step_split){
+		.sample_ms = t->sample / n,
+		.gather_ms = t->gather / n,
+		.kernel_ms = t->kernel / n,
+	};
+	if (j->o->standalone) {
+		/* the in-process store: pulls copy rows, pushes apply them */
+		out->gather_ms += t->pull / n;
+		out->optimizer_ms = t->push / n;
+		return;
+	}
+	out->network_ms = (t->pull + t->push) / n;
+	out->net_ms = (t->pull_flight + t->push) / n;
+	out->hidden_ms = t->pull_flight > t->pull ? (t->pull_flight - t->pull) / n : 0;
+}
+
+/*
+ * "... pull P ms  compute C ms  push Q ms": thread 0's means per step over
+ * the interval of the time in its pull calls, the model kernel and its push
+ * calls. Distributed, then "net N ms  hidden H ms (X%)": N is the step's
+ * network time, measured from the call posting its pull until the rows were
+ * in, plus its pushes; H how long of it the thread computed instead of
+ * waiting (rdps_train_step_split's net_ms, hidden_ms).
+ */
 static void log_progress(struct job *j, uint64_t first, uint64_t step)
 {
 	const struct rdps_train_opts *o = j->o;
-	double secs = (rdps_now_ns() - j->t_start) / 1e9, loss = 0, pull = 0, push = 0, comp = 0;
-	uint64_t pos = 0, n = 0, steps = 0;
-	char eta[96];
+	double secs = (rdps_now_ns() - j->t_start) / 1e9, loss, n;
+	struct worker *w0 = &j->w[0];
+	struct rdps_train_step_split sp;
+	uint64_t pos = 0;
+	char eta[96], net[96] = "";
 
-	for (uint32_t t = 0; t < o->num_thread; t++) {
-		struct worker *w = &j->w[t];
-
-		pos += __atomic_load_n(&w->positives, __ATOMIC_RELAXED);
-		steps += __atomic_load_n(&w->steps, __ATOMIC_RELAXED);
-	}
+	for (uint32_t t = 0; t < o->num_thread; t++)
+		pos += __atomic_load_n(&j->w[t].positives, __ATOMIC_RELAXED);
 	/* Interval figures from thread 0, which resets them. */
-	n = j->w[0].loss_n ? j->w[0].loss_n : 1;
-	loss = j->w[0].loss_sum / n;
-	pull = j->w[0].pull_ns / 1e6 / n;
-	push = j->w[0].push_ns / 1e6 / n;
-	comp = j->w[0].comp_ns / 1e6 / n;
-	j->res->last_loss = loss;
-	j->w[0].loss_sum = 0;
-	j->w[0].loss_n = 0;
-	j->w[0].pull_ns = j->w[0].push_ns = j->w[0].comp_ns = 0;
+	n = w0->iv.steps ? (double)w0->iv.steps * 1e6 : 1e6;
+	loss = w0->loss_sum / (w0->loss_n ? (double)w0->loss_n : 1.0);
+	step_split(j, &w0->iv, &sp);
+	if (!o->standalone)
+		snprintf(net, sizeof(net), "net %.2f ms  hidden %.2f ms (%.0f%%)  ", sp.net_ms,
+			 sp.hidden_ms, sp.net_ms > 0 ? 100 * sp.hidden_ms / sp.net_ms : 0.0);
 	printf("[trainer %u] step %llu/%llu  loss %.4f  %.0f pos/s  pull %.2f ms  compute %.2f ms  "
-	       "push %.2f ms  %s\n",
+	       "push %.2f ms  %s%s\n",
 	       o->rank, (unsigned long long)step, (unsigned long long)o->max_step, loss,
-	       secs > 0 ? pos / secs : 0.0, pull, comp, push,
-	       rdps_tj_fmt_eta(eta, sizeof(eta), secs, (double)(step - first),
-		       (double)(o->max_step - first)));
+	       secs > 0 ? pos / secs : 0.0, w0->iv.pull / n, w0->iv.kernel / n, w0->iv.push / n,
+	       net, rdps_tj_fmt_eta(eta, sizeof(eta), secs, (double)(step - first),
+				    (double)(o->max_step - first)));
 	fflush(stdout);
-	(void)steps;
+	j->res->last_loss = loss;
+	w0->loss_sum = 0;
+	w0->loss_n = 0;
+	memset(&w0->iv, 0, sizeof(w0->iv));
 }
 
 /* DIR/trainer-R-T.json: this thread's step and sampler state. */
@@ -364,7 +426,7 @@ static void progress_path(const struct rdps_train_opts *o, uint32_t t, char *buf
 }
 
 /* Written atomically (temporary file, fsync, rename). */
-static int save_progress(const struct worker *w, uint64_t step)
+static int save_progress(const struct worker *w, uint64_t step, uint64_t rng)
 {
 	char path[4096], tmp[4200];
 	json_t *p = json_pack("{s:I, s:s, s:i, s:i}", "step", (json_int_t)step, "rng",
@@ -375,7 +437,7 @@ static int save_progress(const struct worker *w, uint64_t step)
 
 	if (!p)
 		return -ENOMEM;
-	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)w->rng);
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)rng);
 	json_object_set_new(p, "rng", json_string(hex));
 	progress_path(w->j->o, w->t, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -416,39 +478,98 @@ static int load_progress(struct worker *w, uint64_t *step)
 	return ret;
 }
 
-/* One step: sample, pull, compute, push. */
-static int train_step(struct worker *w, uint64_t step)
+/* Both sums of step times: the interval's (progress lines) and the run's. */
+#define ADD_TIME(w, field, ns) do { (w)->iv.field += (ns); (w)->run.field += (ns); } while (0)
+
+/*
+ * Samples step into sb and posts its entity and relation pulls together;
+ * returns without waiting for them (fetch_finish() does). Every sampling
+ * happens before its pull is posted, so both step orders draw the same
+ * batches.
+ */
+static int fetch_start(struct worker *w, struct step_buf *sb, uint64_t step)
+{
+	struct job *j = w->j;
+	uint64_t t0 = rdps_now_ns(), t1, t2;
+	int ret;
+
+	sample_batch(w, sb, step);
+	t1 = rdps_now_ns();
+	gather_ids(w, sb);
+	t2 = rdps_now_ns();
+	ADD_TIME(w, sample, t1 - t0);
+	ADD_TIME(w, gather, t2 - t1);
+	sb->t_post = t2;
+	ret = rdps_client_pull_start(w->c, w->pulls, w->ent_table, sb->ent_ids, sb->n_ent,
+				     sb->ent_rows);
+	if (!ret)
+		ret = rdps_client_pull_start(w->c, w->pulls, w->rel_table, sb->rel_ids, sb->n_rel,
+					     sb->rel_rows);
+	sb->pull_blocked_ns = rdps_now_ns() - t2;
+	if (ret) {
+		rdps_tj_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
+		rdps_client_pull_finish(w->c, w->pulls); /* what was posted */
+	}
+	return ret;
+}
+
+/* Waits for sb's rows; accounts the pull's time in flight and blocked. */
+static int fetch_finish(struct worker *w, struct step_buf *sb)
+{
+	uint64_t t0 = rdps_now_ns(), t1;
+	int ret = rdps_client_pull_finish(w->c, w->pulls);
+
+	t1 = rdps_now_ns();
+	if (ret) {
+		rdps_tj_fail(w->j, ret, "pull: %s", rdps_client_errmsg(w->c));
+		return ret;
+	}
+	sb->pull_blocked_ns += t1 - t0;
+	ADD_TIME(w, pull, sb->pull_blocked_ns);
+	ADD_TIME(w, pull_flight, t1 - sb->t_post);
+	return 0;
+}
+
+/* The model kernel on sb's rows into the gradient buffers. */
+static int kernel(struct worker *w, struct step_buf *sb, uint64_t step)
 {
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	struct rdps_step_result sr;
-	struct rdps_batch b;
-	uint64_t t0, t1, t2, t3;
+	uint64_t t0 = rdps_now_ns(), t1;
 	int ret;
 
-	/* DGL-KE alternates head and tail corruption. */
-	build_batch(w, &b, (int)(step & 1));
-	t0 = rdps_now_ns();
-	ret = rdps_client_pull(w->c, w->ent_table, w->ent_ids, w->n_ent, w->ent_rows);
-	if (!ret)
-		ret = rdps_client_pull(w->c, w->rel_table, w->rel_ids, w->n_rel, w->rel_rows);
-	if (ret) {
-		rdps_tj_fail(j, ret, "pull: %s", rdps_client_errmsg(w->c));
-		return ret;
-	}
+	memset(w->ent_grad, 0, (size_t)sb->n_ent * j->ent_dim * 4);
+	memset(w->rel_grad, 0, (size_t)sb->n_rel * j->rel_dim * 4);
 	t1 = rdps_now_ns();
-	memset(w->ent_grad, 0, (size_t)w->n_ent * j->ent_dim * 4);
-	memset(w->rel_grad, 0, (size_t)w->n_rel * j->rel_dim * 4);
-	ret = rdps_model_step(j->model, &b, w->ent_rows, w->rel_rows, w->ent_grad,
+	ADD_TIME(w, gather, t1 - t0);
+	ret = rdps_model_step(j->model, &sb->b, sb->ent_rows, sb->rel_rows, w->ent_grad,
 			      w->rel_grad, w->scratch, w->scratch_size, &sr);
+	ADD_TIME(w, kernel, rdps_now_ns() - t1);
 	if (ret) {
 		rdps_tj_fail(j, ret, "model step failed: %s", rdps_strerror(ret));
 		return ret;
 	}
-	t2 = rdps_now_ns();
-	ret = rdps_client_push(w->c, w->ent_table, w->ent_ids, w->ent_grad, w->n_ent);
+	if (o->kernel_done)
+		o->kernel_done(o->hook_arg, w->t, step);
+	/* DGL-KE's printed loss leaves out the regularization. */
+	w->loss_sum += sr.loss - sr.reg;
+	w->loss_n++;
+	w->negatives += (uint64_t)((sb->b.size + sb->b.chunk - 1) / sb->b.chunk) * sb->b.neg;
+	return 0;
+}
+
+/* Pushes sb's gradients (asynchronous; flushed with --sync). */
+static int push(struct worker *w, struct step_buf *sb)
+{
+	struct job *j = w->j;
+	const struct rdps_train_opts *o = j->o;
+	uint64_t t0 = rdps_now_ns();
+	int ret;
+
+	ret = rdps_client_push(w->c, w->ent_table, sb->ent_ids, w->ent_grad, sb->n_ent);
 	if (!ret)
-		ret = rdps_client_push(w->c, w->rel_table, w->rel_ids, w->rel_grad, w->n_rel);
+		ret = rdps_client_push(w->c, w->rel_table, sb->rel_ids, w->rel_grad, sb->n_rel);
 	if (!ret && o->sync_push)
 		ret = rdps_client_flush(w->c);
 	if (ret == -ECONNRESET && o->reconnect_ms) {
@@ -461,16 +582,48 @@ static int train_step(struct worker *w, uint64_t step)
 		rdps_tj_fail(j, ret, "push: %s", rdps_client_errmsg(w->c));
 		return ret;
 	}
-	t3 = rdps_now_ns();
-	w->pull_ns += t1 - t0;
-	w->comp_ns += t2 - t1;
-	w->push_ns += t3 - t2;
-	/* DGL-KE's printed loss leaves out the regularization. */
-	w->loss_sum += sr.loss - sr.reg;
-	w->loss_n++;
-	w->negatives += (uint64_t)((b.size + b.chunk - 1) / b.chunk) * b.neg;
+	ADD_TIME(w, push, rdps_now_ns() - t0);
+	w->iv.steps++;
+	w->run.steps++;
 	__atomic_store_n(&w->positives, w->positives + o->batch_size, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* The serial step (no_pipeline): sample, pull, compute, push. */
+static int serial_step(struct worker *w, uint64_t step)
+{
+	struct step_buf *sb = &w->buf[0];
+	int ret;
+
+	if ((ret = fetch_start(w, sb, step)) || (ret = fetch_finish(w, sb)) ||
+	    (ret = kernel(w, sb, step)))
+		return ret;
+	return push(w, sb);
+}
+
+/*
+ * Step k of the pipeline (train.h): cur holds step k's rows; step k+1 is
+ * sampled into next and its pull posted before the kernel, waited for
+ * after it, and only then are step k's gradients pushed (a connection
+ * takes no push while pulls are posted on it). So step k+1's rows miss
+ * step k's gradients: one step stale, never more.
+ */
+static int pipelined_step(struct worker *w, uint64_t step, struct step_buf *cur,
+			  struct step_buf *next)
+{
+	bool more = step + 1 < w->j->o->max_step;
+	int ret;
+
+	if (more && (ret = fetch_start(w, next, step + 1)))
+		return ret;
+	if ((ret = kernel(w, cur, step))) {
+		if (more)
+			rdps_client_pull_finish(w->c, w->pulls); /* leave none in flight */
+		return ret;
+	}
+	if (more && (ret = fetch_finish(w, next)))
+		return ret;
+	return push(w, cur);
 }
 
 /* --valid with eval_interval: the valid metrics in the middle of training,
@@ -511,6 +664,8 @@ static int train_loop(struct worker *w)
 	struct job *j = w->j;
 	const struct rdps_train_opts *o = j->o;
 	uint32_t every = o->log_interval ? o->log_interval : 1000;
+	bool pipe = !o->no_pipeline && w->norder;
+	struct step_buf *cur = &w->buf[0], *next = &w->buf[1];
 	uint64_t first = 0;
 	int ret;
 
@@ -519,6 +674,12 @@ static int train_loop(struct worker *w)
 	if (o->resume && w->t == 0)
 		rdps_info("trainer %u: resuming at step %llu of %llu", o->rank,
 			  (unsigned long long)first, (unsigned long long)o->max_step);
+	/* The pipeline's first step is pulled before the loop; each step then
+	 * pulls the next one's rows (pipelined_step). Between two steps no
+	 * pull is in flight: flushes, evaluations and barriers may come. */
+	if (pipe && first < o->max_step &&
+	    ((ret = fetch_start(w, cur, first)) || (ret = fetch_finish(w, cur))))
+		return ret;
 	/* A thread without triples (more threads than triples) still keeps
 	 * the step count: the syncs and validations below need every thread. */
 	for (uint64_t step = first; step < o->max_step && !__atomic_load_n(&j->ret, __ATOMIC_RELAXED);
@@ -532,13 +693,24 @@ static int train_loop(struct worker *w)
 			rdps_tj_fail(j, -EINTR, "interrupted during training");
 			return -EINTR;
 		}
-		if (w->norder && (ret = train_step(w, step)))
+		if (pipe) {
+			struct step_buf *t = cur;
+
+			if ((ret = pipelined_step(w, step, cur, next)))
+				return ret;
+			cur = next;
+			next = t;
+		} else if (w->norder && (ret = serial_step(w, step))) {
 			return ret;
+		}
 		__atomic_store_n(&w->steps, step + 1, __ATOMIC_RELAXED);
 		if (w->t == 0 && o->log_interval && (step + 1) % o->log_interval == 0)
 			log_progress(j, first, step + 1);
+		/* The sampler's state for step + 1: with the pipeline, as it
+		 * was before step + 1 (in cur) was sampled. */
 		if (o->checkpoint_dir && ((step + 1) % every == 0 || step + 1 == o->max_step) &&
-		    (ret = save_progress(w, step + 1))) {
+		    (ret = save_progress(w, step + 1,
+					 pipe && step + 1 < o->max_step ? cur->rng : w->rng))) {
 			rdps_tj_fail(j, ret, "cannot write progress into %s: %s", o->checkpoint_dir,
 				 rdps_strerror(ret));
 			return ret;
@@ -1012,11 +1184,20 @@ static void *worker_main(void *arg)
 		j->res->steps_done = w->done_steps;
 		j->res->pos_per_second = secs > 0 ? pos / secs : 0;
 		j->res->negatives = w->negatives;
+		j->res->pipelined = !o->no_pipeline;
+		step_split(j, &w->run, &j->res->split);
 		printf("[trainer %u] training %s: %llu steps (to step %llu) x %u threads in %.1f s, "
 		       "%.0f pos triples/s\n", o->rank, ret ? "interrupted" : "done",
 		       (unsigned long long)w->done_steps,
 		       (unsigned long long)(ret ? w->steps : o->max_step), o->num_thread, secs,
 		       j->res->pos_per_second);
+		/* Where thread 0's steps went (struct rdps_train_step_split). */
+		printf("[trainer %u] step split: sample %.3f ms  gather %.3f ms  kernel %.3f ms  "
+		       "optimizer %.3f ms  network %.3f ms  net %.3f ms  hidden %.3f ms  (thread 0's "
+		       "mean per step; pipeline %s)\n", o->rank, j->res->split.sample_ms,
+		       j->res->split.gather_ms, j->res->split.kernel_ms, j->res->split.optimizer_ms,
+		       j->res->split.network_ms, j->res->split.net_ms, j->res->split.hidden_ms,
+		       o->no_pipeline ? "off" : "on");
 		{
 			uint64_t lost = 0, reconnects = 0;
 
@@ -1060,6 +1241,8 @@ out:
 	w->ret = ret;
 	/* Leaving closes this client's connections: the others' collectives
 	 * then fail at once instead of waiting for a timeout. */
+	rdps_client_pull_batch_destroy(w->pulls);
+	w->pulls = NULL;
 	rdps_client_destroy(w->c);
 	w->c = NULL;
 	return NULL;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdps/client.h"
 #include "rdps/common.h"
 #include "rdps/dataset.h"
 #include "rdps/ipconfig.h"
@@ -28,6 +29,25 @@
  * lag by the tail of training or a share of the evaluation. */
 #define PEER_TIMEOUT_DEFAULT_MS 600000
 
+/* One step's batch: sampled, its ids made unique, its rows pulled. */
+struct step_buf {
+	uint32_t *head, *rel, *tail, *neg; /* row indices into the pulled rows */
+	uint64_t *ent_ids, *rel_ids;       /* sorted, unique: what is pulled */
+	uint32_t n_ent, n_rel;
+	float *ent_rows, *rel_rows;
+	struct rdps_batch b;
+	uint64_t rng;                      /* the sampler's state before this step */
+	uint64_t t_post;                   /* its pull was posted (ns) */
+	uint64_t pull_blocked_ns;          /* time in its pull calls */
+};
+
+/* Sums of step times (ns) over steps; see struct rdps_train_step_split. */
+struct step_times {
+	uint64_t steps;
+	uint64_t sample, gather, kernel, pull, push; /* pull, push: time in their calls */
+	uint64_t pull_flight;       /* a pull's post until its rows were in */
+};
+
 struct worker {
 	struct job *j;
 	uint32_t t;                 /* thread index */
@@ -37,13 +57,13 @@ struct worker {
 	/* this thread's positives: indices into j->train, reshuffled per epoch */
 	uint32_t *order;
 	uint64_t norder, cursor;
-	/* batch */
-	uint32_t *head, *rel, *tail, *neg, *tmp;
-	uint64_t *ent_ids, *rel_ids;
-	uint32_t n_ent, n_rel;
-	float *ent_rows, *rel_rows, *ent_grad, *rel_grad;
+	/* batches: the step computed and (pipeline) the next one, pulled meanwhile */
+	struct step_buf buf[2];
+	uint32_t *tmp;              /* sampling scratch */
+	float *ent_grad, *rel_grad; /* of the step computed (pushes copy them out) */
 	void *scratch;
 	size_t scratch_size;
+	struct rdps_pull_batch *pulls; /* the next step's pulls in flight */
 	/* progress */
 	uint64_t steps, positives;
 	uint64_t negatives;         /* negative slots scored */
@@ -52,7 +72,8 @@ struct worker {
 	uint64_t reconnects;        /* of this thread's client (at training end) */
 	double loss_sum;
 	uint64_t loss_n;
-	uint64_t pull_ns, push_ns, comp_ns;
+	struct step_times iv;       /* this log interval's (thread 0: printed, reset) */
+	struct step_times run;      /* the whole run's */
 	int ret;
 	pthread_t thread;
 };

@@ -343,6 +343,15 @@ static int save_results(struct job *j, const char *path)
 	jw_double(&w, "train_seconds", res->train_seconds);
 	jw_double(&w, "pos_per_second", res->pos_per_second);
 	jw_double(&w, "last_loss", res->last_loss);
+	/* thread 0's mean step, in ms (rdps_train_step_split) */
+	jw_bool(&w, "pipeline", res->pipelined);
+	jw_double(&w, "step_sample_ms", res->split.sample_ms);
+	jw_double(&w, "step_gather_ms", res->split.gather_ms);
+	jw_double(&w, "step_kernel_ms", res->split.kernel_ms);
+	jw_double(&w, "step_optimizer_ms", res->split.optimizer_ms);
+	jw_double(&w, "step_network_ms", res->split.network_ms);
+	jw_double(&w, "step_net_ms", res->split.net_ms);
+	jw_double(&w, "step_hidden_ms", res->split.hidden_ms);
 	return jw_end(&w, path, tmp);
 }
 

@@ -87,7 +87,10 @@ struct rdps_train_opts {
 	float lr;                   /* standalone: the in-process server's lr */
 	int optimizer;              /* standalone: enum rdps_optimizer */
 	uint64_t seed;
-	bool sync_push;             /* flush after every push: deterministic runs */
+	bool sync_push;             /* flush every step's pushes at its end:
+				     * deterministic runs */
+	bool no_pipeline;           /* the serial step (pull, compute, push);
+				     * default: the pipeline, see below */
 	bool async_update;          /* DGL-KE's -async_update: pushes overlap the next
 				     * step (what rdps does unless sync_push) */
 	uint32_t force_sync_interval; /* every this many steps each thread flushes
@@ -126,10 +129,53 @@ struct rdps_train_opts {
 	bool resume;                /* continue from the progress in checkpoint_dir */
 	bool check_only;            /* check options, data, partition, save path and
 				     * ip_config, then return (nothing connects) */
+	/* Tracing and tests: called by each training thread right after the
+	 * model kernel of step (before the step's pushes; with the pipeline,
+	 * step + 1's pull is in flight then). NULL: none. */
+	void (*kernel_done)(void *arg, uint32_t thread, uint64_t step);
+	void *hook_arg;
 	const volatile sig_atomic_t *stop; /* when it becomes non-zero (a signal
 				     * handler), training stops: trainer 0 saves
 				     * the embeddings reached into save_path and
 				     * the run returns -EINTR saying where */
+};
+
+/*
+ * The step pipeline (unless no_pipeline). Each thread keeps two batches
+ * (ids, rows) and runs step k as
+ *
+ *     sample step k+1, post its entity and relation pulls
+ *     compute step k (the model kernel)      <- step k+1's pull in flight
+ *     wait for step k+1's rows
+ *     push step k's gradients (asynchronous: they drain during step k+1)
+ *
+ * so step k+1's rows are read before step k's gradients are pushed: they
+ * miss this thread's last step, and are at most one step stale (step k-1's
+ * pushes were sent before, on the same connections). Sampling draws the
+ * same batches in both orders. Every flush (sync_push, force_sync_interval,
+ * evaluation, checkpoint, the barrier after training) comes between two
+ * steps, when no pull is in flight: the last step's pushes are applied
+ * before the embeddings are evaluated or saved.
+ */
+
+/* Where a step's time went: thread 0's mean per step over the run, in ms.
+ * Standalone, rows come from the in-process store (gather) and its
+ * optimizer runs in the push (optimizer); distributed, both are network. */
+struct rdps_train_step_split {
+	double sample_ms;      /* drawing positives and negatives */
+	double gather_ms;      /* unique ids, row indices, gradient buffers zeroed
+				* (standalone: also the rows pulled) */
+	double kernel_ms;      /* the model's loss and gradients */
+	double optimizer_ms;   /* standalone: pushes (the store applies them) */
+	double network_ms;     /* distributed: blocked in pull calls and pushes */
+	/* distributed: the step's network time, measured: its pull from the
+	 * call that posted it until its rows were in, plus its pushes. */
+	double net_ms;
+	/* net_ms - network_ms: how long the thread computed while the pull was
+	 * in flight, instead of waiting. Exact when the thread still had to
+	 * wait for the rows (the pull needed all that time); when they were
+	 * in already, at most this was hidden. 0 without the pipeline. */
+	double hidden_ms;
 };
 
 /* DGL-KE's defaults where it has one. */
@@ -149,6 +195,8 @@ struct rdps_train_result {
 	uint64_t negatives;             /* negative entities scored by thread 0 */
 	uint64_t forced_syncs;          /* force_sync_interval waits of thread 0 */
 	uint64_t valid_evals;           /* evaluations on valid during training */
+	bool pipelined;                 /* the step pipeline ran (not no_pipeline) */
+	struct rdps_train_step_split split; /* thread 0's step, averaged */
 	bool have_test, have_valid;
 	struct rdps_eval_metrics test;  /* reduced over all trainers */
 	struct rdps_eval_metrics valid;
