@@ -193,6 +193,7 @@ struct bench_cluster_opts {
 	const char *host;       /* listen and connect address */
 	uint16_t port;          /* base port: server s listens on port + s */
 	uint32_t num_servers;
+	uint32_t server_threads; /* threads per server (0: 1), its num_threads */
 	uint32_t num_tables;
 	struct bench_table_spec tables[RDPS_MAX_TABLES];
 };
@@ -200,8 +201,11 @@ struct bench_cluster_opts {
 struct bench_cluster; /* opaque */
 
 /* Creates num_servers servers on host:port.. and starts one thread per
- * server running rdps_server_run(). For verbs it first checks that an RDMA
- * device serves the route to host and says so in err if not. */
+ * server running rdps_server_run() (which starts the server's other
+ * threads). For verbs it first checks that an RDMA device serves the route
+ * to host and says so in err if not. Returns once the servers' threads are
+ * all running, or after a second if the transport granted fewer than
+ * server_threads (bench_cluster_threads tells). */
 int bench_cluster_start(const struct bench_cluster_opts *o, struct bench_cluster **out,
 			char *err, size_t errlen);
 
@@ -211,8 +215,12 @@ int bench_cluster_client(struct bench_cluster *cl, uint32_t client_id, uint32_t 
 			 int read_consistency, struct rdps_client **out, char *err,
 			 size_t errlen);
 
-/* CPU time (ns) the thread of server s has used so far. */
-uint64_t bench_cluster_server_cpu_ns(const struct bench_cluster *cl, uint32_t s);
+/* CPU time (ns) all the servers' threads have used so far. */
+uint64_t bench_cluster_cpu_ns(const struct bench_cluster *cl);
+
+/* Threads the servers run on, all servers together (the threads of this
+ * process that appeared while they started). */
+uint32_t bench_cluster_threads(const struct bench_cluster *cl);
 
 /* Stops and joins the server threads, destroys the servers. Accepts NULL. */
 void bench_cluster_stop(struct bench_cluster *cl);

@@ -9,12 +9,13 @@
  *          client, at the size of the SENDs that carry the push (the push's
  *          bytes, at most the backend's push message size, as it reports it).
  *
- * One in-process cluster holds one table per optimizer. For each optimizer
- * and batch size, every client pushes random ids for --seconds, then
- * flushes (so the time covers applying, not only sending). The servers'
- * counters (rdps_client_server_stats) give the rows they applied; the server
- * threads' CPU time (pthread_getcpuclockid) gives rows applied per core
- * second.
+ * For each number of server threads (--num_server_threads), one in-process
+ * cluster holds one table per optimizer. For each optimizer and batch size,
+ * every client pushes random ids for --seconds, then flushes (so the time
+ * covers applying, not only sending). The servers' counters
+ * (rdps_client_server_stats) give the rows they applied; the CPU time of all
+ * the servers' threads gives rows applied per core second and its inverse,
+ * the server CPU per pushed row.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +34,8 @@ struct push_opts {
 	const char *transport, *host;
 	uint16_t port;
 	uint32_t servers, clients;
+	uint64_t threads[MAX_LIST]; /* server threads, one cluster each */
+	int nthreads;
 	uint64_t table_rows, dim;
 	uint64_t batches[MAX_LIST];
 	int nbatches;
@@ -51,15 +54,23 @@ static void usage(FILE *f)
 "\n"
 "Pushes/s and gradient GB/s applied per optimizer (sgd, adagrad_row, adagrad),\n"
 "and the server's apply rate per core: rows applied (server counters) over the\n"
-"server threads' CPU time. Each run pushes random ids for --seconds from every\n"
-"client, then flushes, so the time includes applying. Servers run in this\n"
-"process, one thread each, over the real transport.\n"
+"CPU time of the servers' threads, and its inverse, server CPU ns per pushed row.\n"
+"Each run pushes random ids for --seconds from every client, then flushes, so\n"
+"the time includes applying. Servers run in this process over the real\n"
+"transport, with --num_server_threads threads each (one cluster per value).\n"
+"Limits: tcp - the same bytes per push streamed over raw TCP connections, one\n"
+"per client, to threads that read and drop them (tcp_stream); verbs - perftest\n"
+"ib_send_bw on the same device, one queue pair per client, at the size of the\n"
+"SENDs that carry a push.\n"
 "Output: JSON lines (bench \"push\") on stdout, a table on stderr.\n"
 "\n"
 "  --transport tcp|verbs      (default tcp)\n"
 "  --host ADDR                (default 127.0.0.1)\n"
 "  --port N                   base port (default: derived from the pid)\n"
 "  --servers N                (default 1)\n"
+"  --num_server_threads LIST  threads per server, each value its own cluster\n"
+"                             (default 1; the transport may grant fewer: the\n"
+"                             threads seen are in server_threads_seen)\n"
 "  --clients N                pushing clients, one thread each (default 1)\n"
 "  --table-rows N             rows per table (default 100k)\n"
 "  --dim N                    floats per row (default 400)\n"
@@ -140,15 +151,30 @@ static int server_rows_pushed(struct rdps_client *c, uint32_t servers, uint64_t 
 	return 0;
 }
 
-int rdps_bench_push(int argc, char **argv)
+/* What the clusters of one run share: the options, the pushing workers and
+ * their buffers, and the limit (its connections or perftest's settings). */
+struct push_run {
+	struct push_opts o;
+	bool verbs;
+	uint64_t max_batch;
+	struct push_worker w[MAX_CLIENTS];  /* rdps clients */
+	struct push_worker lw[MAX_CLIENTS]; /* the limit's raw TCP streams */
+	struct bench_pingpong *pp;          /* tcp: their reader */
+	struct bench_perftest_opts po;      /* verbs: ib_send_bw (po.dev NULL: none) */
+	char dev[64];
+	bool limit_failed;                  /* perftest failed once: not again */
+};
+
+static int parse_opts(int argc, char **argv, struct push_opts *o)
 {
-	enum { O_TRANSPORT = 256, O_HOST, O_PORT, O_SERVERS, O_CLIENTS, O_ROWS, O_DIM, O_BATCHES,
-	       O_OPTS, O_SECONDS, O_NOLIMIT, O_IBDEV, O_GID };
+	enum { O_TRANSPORT = 256, O_HOST, O_PORT, O_SERVERS, O_THREADS, O_CLIENTS, O_ROWS, O_DIM,
+	       O_BATCHES, O_OPTS, O_SECONDS, O_NOLIMIT, O_IBDEV, O_GID };
 	static const struct option lopts[] = {
 		{ "transport", required_argument, NULL, O_TRANSPORT },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "port", required_argument, NULL, O_PORT },
 		{ "servers", required_argument, NULL, O_SERVERS },
+		{ "num_server_threads", required_argument, NULL, O_THREADS },
 		{ "clients", required_argument, NULL, O_CLIENTS },
 		{ "table-rows", required_argument, NULL, O_ROWS },
 		{ "dim", required_argument, NULL, O_DIM },
@@ -161,86 +187,84 @@ int rdps_bench_push(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct push_opts o = {
+	uint64_t v;
+	int opt, li = 0;
+
+	*o = (struct push_opts){
 		.transport = "tcp", .host = "127.0.0.1", .servers = 1, .clients = 1,
+		.threads = { 1 }, .nthreads = 1,
 		.table_rows = 100000, .dim = 400, .batches = { 1024 }, .nbatches = 1,
 		.opts = { RDPS_OPT_SGD, RDPS_OPT_ADAGRAD_ROW, RDPS_OPT_ADAGRAD }, .nopts = 3,
 		.seconds = 2, .limits = true, .gid_index = -2,
 	};
-	struct bench_cluster_opts co;
-	struct bench_cluster *cl = NULL;
-	struct rdps_client *clients[MAX_CLIENTS] = { NULL };
-	struct push_worker w[MAX_CLIENTS], lw[MAX_CLIENTS];
-	struct bench_pingpong *pp = NULL;
-	struct bench_perftest_opts po = { 0 };
-	char dev[64];
-	bool verbs;
-	uint64_t v, max_batch = 0;
-	char err[1024];
-	int opt, li = 0, ret, rc = 1;
-	bool limit_failed = false;
-
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, &li)) != -1) {
 		switch (opt) {
 		case O_TRANSPORT:
 			if (strcmp(optarg, "tcp") && strcmp(optarg, "verbs"))
 				goto bad;
-			o.transport = optarg;
+			o->transport = optarg;
 			break;
-		case O_HOST: o.host = optarg; break;
+		case O_HOST: o->host = optarg; break;
 		case O_PORT:
 			if (bench_parse_u64(optarg, 1, 65000, &v))
 				goto bad;
-			o.port = (uint16_t)v;
+			o->port = (uint16_t)v;
 			break;
 		case O_SERVERS:
 			if (bench_parse_u64(optarg, 1, 16, &v))
 				goto bad;
-			o.servers = (uint32_t)v;
+			o->servers = (uint32_t)v;
+			break;
+		case O_THREADS:
+			if ((o->nthreads = bench_parse_list(optarg, o->threads, MAX_LIST)) < 0)
+				goto bad;
+			for (int i = 0; i < o->nthreads; i++)
+				if (o->threads[i] > 64)
+					goto bad;
 			break;
 		case O_CLIENTS:
 			if (bench_parse_u64(optarg, 1, MAX_CLIENTS, &v))
 				goto bad;
-			o.clients = (uint32_t)v;
+			o->clients = (uint32_t)v;
 			break;
 		case O_ROWS:
-			if (bench_parse_u64(optarg, 1, 1ull << 32, &o.table_rows))
+			if (bench_parse_u64(optarg, 1, 1ull << 32, &o->table_rows))
 				goto bad;
 			break;
 		case O_DIM:
-			if (bench_parse_u64(optarg, 1, 4096, &o.dim))
+			if (bench_parse_u64(optarg, 1, 4096, &o->dim))
 				goto bad;
 			break;
 		case O_BATCHES:
-			if ((o.nbatches = bench_parse_list(optarg, o.batches, MAX_LIST)) < 0)
+			if ((o->nbatches = bench_parse_list(optarg, o->batches, MAX_LIST)) < 0)
 				goto bad;
 			break;
 		case O_OPTS: {
 			char tmp[128], *save = NULL, *tok;
 
 			snprintf(tmp, sizeof(tmp), "%s", optarg);
-			o.nopts = 0;
+			o->nopts = 0;
 			for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 				int k = rdps_optimizer_parse(tok);
 
-				if (k < 0 || o.nopts == 3)
+				if (k < 0 || o->nopts == 3)
 					goto bad;
-				o.opts[o.nopts++] = k;
+				o->opts[o->nopts++] = k;
 			}
-			if (!o.nopts)
+			if (!o->nopts)
 				goto bad;
 			break;
 		}
-		case O_NOLIMIT: o.limits = false; break;
-		case O_IBDEV: o.ib_dev = optarg; break;
+		case O_NOLIMIT: o->limits = false; break;
+		case O_IBDEV: o->ib_dev = optarg; break;
 		case O_GID:
 			if (bench_parse_u64(optarg, 0, 65535, &v))
 				goto bad;
-			o.gid_index = (int)v;
+			o->gid_index = (int)v;
 			break;
 		case O_SECONDS:
-			if (bench_parse_double(optarg, 0.01, 3600, &o.seconds))
+			if (bench_parse_double(optarg, 0.01, 3600, &o->seconds))
 				goto bad;
 			break;
 		case 'h':
@@ -255,194 +279,276 @@ int rdps_bench_push(int argc, char **argv)
 		fprintf(stderr, "rdps bench push: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	for (int i = 0; i < o.nbatches; i++)
-		max_batch = o.batches[i] > max_batch ? o.batches[i] : max_batch;
-	verbs = !strcmp(o.transport, "verbs");
+	return -1; /* go on */
+bad:
+	fprintf(stderr, "rdps bench push: bad value '%s' for --%s (see --help)\n", optarg,
+		lopts[li].name);
+	return 2;
+}
 
-	co = (struct bench_cluster_opts){ .transport = o.transport, .host = o.host,
-					  .port = bench_pick_port(o.port, o.servers), .num_servers = o.servers,
-					  .num_tables = (uint32_t)o.nopts };
-	for (int i = 0; i < o.nopts; i++)
-		co.tables[i] = (struct bench_table_spec){ .name = rdps_optimizer_name(o.opts[i]),
-							  .rows = o.table_rows, .dim = (uint32_t)o.dim,
-							  .optimizer = o.opts[i], .lr = 1e-3f };
+/* The limit's connections (tcp) or perftest's settings (verbs). */
+static int limit_open(struct push_run *r, uint16_t port)
+{
+	const struct push_opts *o = &r->o;
+	char err[1024];
+	int ret;
+
+	if (!o->limits)
+		return 0;
+	err[0] = 0;
+	if (r->verbs) {
+		ret = bench_perftest_setup(&r->po, o->host, o->ib_dev, o->gid_index, r->dev,
+					   sizeof(r->dev), err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rdps bench push: %s\n", err);
+			return ret;
+		}
+		r->po.qps = o->clients; /* one queue pair per pushing client, as rdps */
+		r->po.port = (uint16_t)(port + 100);
+		return 0;
+	}
+	ret = bench_pingpong_start(o->host, &r->pp, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps bench push: %s\n", err);
+		return ret;
+	}
+	for (uint32_t i = 0; i < o->clients; i++) {
+		ret = bench_pingpong_open(r->pp, push_bytes((uint32_t)r->max_batch, (uint32_t)o->dim),
+					  &r->lw[i].fd, &r->lw[i].buf);
+		if (ret) {
+			fprintf(stderr, "rdps bench push: limit connection: %s\n", rdps_strerror(ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* The limit's pushes/s for pushes of n rows, measured now: NAN if it is not
+ * measured (--no-limit, perftest unusable), or -errno if the stream failed. */
+static double limit_rate(struct push_run *r, uint32_t n)
+{
+	const struct push_opts *o = &r->o;
+	uint32_t sz = push_bytes(n, (uint32_t)o->dim), msg = sz;
+	struct rdps_transport_info ti;
+	struct bench_perftest pt;
+	char err[2048];
+	double lrate;
+	int ret;
+
+	if (r->pp) {
+		for (uint32_t i = 0; i < o->clients; i++) {
+			r->lw[i].msg = sz;
+			r->lw[i].seconds = o->seconds;
+		}
+		lrate = bench_run_rate(r->lw, sizeof(r->lw[0]), o->clients, push_main);
+		if (lrate < 0)
+			fprintf(stderr, "rdps bench push: limit stream: %s\n", rdps_strerror((int)lrate));
+		return lrate;
+	}
+	if (!r->po.dev || r->limit_failed)
+		return NAN;
+	/* The SENDs that carry the push are at most this big. */
+	rdps_transport_find(o->transport)->query(o->clients, &ti);
+	if (msg > ti.push_msg_bytes)
+		msg = (uint32_t)ti.push_msg_bytes;
+	r->po.port++;
+	ret = bench_perftest("ib_send_bw", &r->po, msg, &pt, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps bench push: limit not measured: %s\n", err);
+		r->limit_failed = true;
+		return NAN;
+	}
+	if (pt.bw_bytes_s > 0)
+		return pt.bw_bytes_s / sz;
+	fprintf(stderr, "rdps bench push: ib_send_bw moved no data at %u bytes; no limit for this "
+		"row\n", msg);
+	return NAN;
+}
+
+/* One configuration: every client pushes batches of n rows to table t for
+ * --seconds, then the limit; one JSON line and one table row. */
+static int push_one(struct push_run *r, struct bench_cluster *cl, struct rdps_client **clients,
+		    uint32_t threads, int t, uint32_t n)
+{
+	const struct push_opts *o = &r->o;
+	uint64_t rows0, rows1, cpu0, cpu1, pushes = 0, ns = 0;
+	double secs, cpu_s, applied, per_core, ns_row, lrate;
+	uint32_t seen = bench_cluster_threads(cl) / o->servers;
+	const char *limit = r->verbs ? "ib_send_bw" : "tcp_stream";
+	struct bench_json j;
+	int ret;
+
+	ret = server_rows_pushed(clients[0], o->servers, &rows0);
+	if (ret)
+		goto stats_failed;
+	cpu0 = bench_cluster_cpu_ns(cl);
+	for (uint32_t i = 0; i < o->clients; i++) {
+		r->w[i].c = clients[i];
+		r->w[i].table = (uint32_t)t;
+		r->w[i].n = n;
+		r->w[i].dim = (uint32_t)o->dim;
+		r->w[i].table_rows = o->table_rows;
+		r->w[i].seconds = o->seconds;
+	}
+	ret = bench_run_workers(r->w, sizeof(r->w[0]), o->clients, push_main, &pushes, &ns);
+	if (ret) {
+		const char *why = rdps_strerror(ret);
+
+		for (uint32_t i = 0; i < o->clients; i++)
+			if (r->w[i].base.ret)
+				why = rdps_client_errmsg(clients[i]);
+		fprintf(stderr, "rdps bench push: push failed: %s\n", why);
+		return ret;
+	}
+	cpu1 = bench_cluster_cpu_ns(cl);
+	ret = server_rows_pushed(clients[0], o->servers, &rows1);
+	if (ret)
+		goto stats_failed;
+	lrate = limit_rate(r, n);
+	if (lrate < 0)
+		return (int)lrate;
+	secs = ns / 1e9;
+	cpu_s = cpu1 > cpu0 ? (cpu1 - cpu0) / 1e9 : 0;
+	applied = (double)(rows1 - rows0);
+	per_core = cpu_s > 0 ? applied / cpu_s : 0;
+	ns_row = per_core > 0 ? 1e9 / per_core : NAN;
+	bench_json_begin(&j, "push");
+	bench_json_str(&j, "transport", o->transport);
+	bench_json_str(&j, "optimizer", rdps_optimizer_name(o->opts[t]));
+	bench_json_int(&j, "servers", o->servers);
+	bench_json_int(&j, "server_threads", threads);
+	bench_json_int(&j, "server_threads_seen", seen);
+	bench_json_int(&j, "clients", o->clients);
+	bench_json_int(&j, "rows", n);
+	bench_json_int(&j, "dim", o->dim);
+	bench_json_num(&j, "seconds", secs);
+	bench_json_num(&j, "pushes_per_s", pushes / secs);
+	bench_json_num(&j, "rows_per_s", applied / secs);
+	bench_json_num(&j, "gb_per_s", applied * o->dim * 4 / secs / 1e9);
+	bench_json_int(&j, "server_rows_applied", rows1 - rows0);
+	bench_json_num(&j, "server_cpu_s", cpu_s);
+	bench_json_num(&j, "apply_rows_per_core_s", per_core);
+	bench_json_num(&j, "apply_gb_per_core_s", per_core * o->dim * 4 / 1e9);
+	bench_json_num(&j, "server_ns_per_row", ns_row);
+	bench_json_str(&j, "limit", limit);
+	bench_json_int(&j, "limit_msg_bytes", push_bytes(n, (uint32_t)o->dim));
+	bench_json_num(&j, "limit_pushes_per_s", lrate);
+	bench_json_num(&j, "limit_gb_per_s", lrate * n * o->dim * 4 / 1e9);
+	bench_json_num(&j, "ratio", bench_ratio(pushes / secs, lrate));
+	bench_json_end(&j);
+	bench_table_row("%-12s %6u %3u/%-3u %10.0f %12.0f %8.3f | %12.0f %9.2f %12.0f %8.0f | %-10s %10.0f %8.3f %6.2f",
+			rdps_optimizer_name(o->opts[t]), n, threads, seen, pushes / secs,
+			applied / secs, applied * o->dim * 4 / secs / 1e9, applied, cpu_s, per_core,
+			ns_row, limit, lrate, lrate * n * o->dim * 4 / 1e9,
+			bench_ratio(pushes / secs, lrate));
+	return 0;
+stats_failed:
+	fprintf(stderr, "rdps bench push: server stats: %s\n", rdps_client_errmsg(clients[0]));
+	return ret;
+}
+
+/* A cluster whose servers run `threads` threads each, its clients, and
+ * every optimizer x batch on it. */
+static int push_cluster(struct push_run *r, uint16_t port, uint32_t threads)
+{
+	const struct push_opts *o = &r->o;
+	struct rdps_client *clients[MAX_CLIENTS] = { NULL };
+	struct bench_cluster_opts co;
+	struct bench_cluster *cl = NULL;
+	char err[1024];
+	int ret;
+
+	co = (struct bench_cluster_opts){ .transport = o->transport, .host = o->host, .port = port,
+					  .num_servers = o->servers, .server_threads = threads,
+					  .num_tables = (uint32_t)o->nopts };
+	for (int i = 0; i < o->nopts; i++)
+		co.tables[i] = (struct bench_table_spec){ .name = rdps_optimizer_name(o->opts[i]),
+							  .rows = o->table_rows, .dim = (uint32_t)o->dim,
+							  .optimizer = o->opts[i], .lr = 1e-3f };
 	err[0] = 0;
 	ret = bench_cluster_start(&co, &cl, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "rdps bench push: %s\n", err[0] ? err : rdps_strerror(ret));
-		return 1;
+		return ret;
 	}
-	memset(w, 0, sizeof(w));
-	memset(lw, 0, sizeof(lw));
-	for (uint32_t i = 0; i < MAX_CLIENTS; i++)
-		lw[i].fd = -1;
-	for (uint32_t i = 0; i < o.clients; i++) {
-		ret = bench_cluster_client(cl, i, o.clients, RDPS_READ_VALIDATED, &clients[i], err,
+	if (bench_cluster_threads(cl) < o->servers * threads)
+		fprintf(stderr, "rdps bench push: %u server thread(s) asked, %u seen (the %s transport "
+			"grants fewer)\n", o->servers * threads, bench_cluster_threads(cl), o->transport);
+	for (uint32_t i = 0; i < o->clients; i++) {
+		ret = bench_cluster_client(cl, i, o->clients, RDPS_READ_VALIDATED, &clients[i], err,
 					   sizeof(err));
 		if (ret) {
 			fprintf(stderr, "rdps bench push: client: %s\n", err);
 			goto out;
 		}
-		w[i].ids = bench_alloc(max_batch * sizeof(uint64_t));
-		w[i].grads = bench_alloc(max_batch * o.dim * sizeof(float));
-		if (!w[i].ids || !w[i].grads) {
+	}
+	for (int t = 0; t < o->nopts && !ret; t++)
+		for (int b = 0; b < o->nbatches && !ret; b++)
+			ret = push_one(r, cl, clients, threads, t, (uint32_t)o->batches[b]);
+out:
+	for (uint32_t i = 0; i < o->clients; i++)
+		rdps_client_destroy(clients[i]);
+	bench_cluster_stop(cl);
+	return ret;
+}
+
+int rdps_bench_push(int argc, char **argv)
+{
+	struct push_run *r;
+	uint16_t port;
+	int ret, rc = 1;
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		fprintf(stderr, "rdps bench push: out of memory\n");
+		return 1;
+	}
+	ret = parse_opts(argc, argv, &r->o);
+	if (ret >= 0) {
+		free(r);
+		return ret;
+	}
+	r->verbs = !strcmp(r->o.transport, "verbs");
+	for (int i = 0; i < r->o.nbatches; i++)
+		r->max_batch = r->o.batches[i] > r->max_batch ? r->o.batches[i] : r->max_batch;
+	for (uint32_t i = 0; i < MAX_CLIENTS; i++)
+		r->lw[i].fd = -1;
+	for (uint32_t i = 0; i < r->o.clients; i++) {
+		r->w[i].ids = bench_alloc(r->max_batch * sizeof(uint64_t));
+		r->w[i].grads = bench_alloc(r->max_batch * r->o.dim * sizeof(float));
+		if (!r->w[i].ids || !r->w[i].grads) {
 			fprintf(stderr, "rdps bench push: out of memory\n");
 			goto out;
 		}
-		for (uint64_t k = 0; k < max_batch * o.dim; k++)
-			w[i].grads[k] = (float)((k % 17) - 8) * 1e-3f;
+		for (uint64_t k = 0; k < r->max_batch * r->o.dim; k++)
+			r->w[i].grads[k] = (float)((k % 17) - 8) * 1e-3f;
 	}
-	if (o.limits && !verbs) {
-		ret = bench_pingpong_start(o.host, &pp, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "rdps bench push: %s\n", err);
+	/* Each cluster on ports of its own (a given --port: the next ones). */
+	port = bench_pick_port(r->o.port, r->o.servers * (unsigned)r->o.nthreads);
+	if (limit_open(r, port))
+		goto out;
+
+	bench_table_title("push, %s, %u server(s), %u client(s), dim %llu (gradient payload GB/s; "
+			  "thr: server threads asked/seen)", r->o.transport, r->o.servers,
+			  r->o.clients, (unsigned long long)r->o.dim);
+	bench_table_row("%-12s %6s %7s %10s %12s %8s | %12s %9s %12s %8s | %-10s %10s %8s %6s",
+			"optimizer", "rows", "thr", "pushes/s", "rows/s", "GB/s", "srv applied",
+			"srv cpu s", "rows/core-s", "ns/row", "limit", "pushes/s", "GB/s", "ratio");
+	for (int i = 0; i < r->o.nthreads; i++) {
+		ret = push_cluster(r, (uint16_t)(port + i * r->o.servers), (uint32_t)r->o.threads[i]);
+		if (ret)
 			goto out;
-		}
-		for (uint32_t i = 0; i < o.clients; i++) {
-			ret = bench_pingpong_open(pp, push_bytes((uint32_t)max_batch, (uint32_t)o.dim),
-						  &lw[i].fd, &lw[i].buf);
-			if (ret) {
-				fprintf(stderr, "rdps bench push: limit connection: %s\n",
-					rdps_strerror(ret));
-				goto out;
-			}
-		}
 	}
-	if (o.limits && verbs) {
-		ret = bench_perftest_setup(&po, o.host, o.ib_dev, o.gid_index, dev, sizeof(dev), err,
-					   sizeof(err));
-		if (ret) {
-			fprintf(stderr, "rdps bench push: %s\n", err);
-			goto out;
-		}
-		po.qps = o.clients; /* one queue pair per pushing client, as rdps */
-		po.port = (uint16_t)(co.port + 100);
-	}
-
-	bench_table_title("push, %s, %u server(s), %u client(s), dim %llu (gradient payload GB/s)",
-			  o.transport, o.servers, o.clients, (unsigned long long)o.dim);
-	bench_table_row("%-12s %6s %10s %12s %8s | %12s %10s %14s %12s | %-11s %10s %8s %6s",
-			"optimizer", "rows", "pushes/s", "rows/s", "GB/s", "srv applied", "srv cpu s",
-			"rows/core-s", "GB/core-s", "limit", "pushes/s", "GB/s", "ratio");
-	for (int t = 0; t < o.nopts; t++)
-		for (int b = 0; b < o.nbatches; b++) {
-			uint32_t n = (uint32_t)o.batches[b];
-			uint64_t rows0, rows1, cpu0 = 0, cpu1 = 0, pushes = 0, ns = 0;
-			double secs, cpu_s, applied, per_core, lrate;
-			struct bench_json j;
-
-			ret = server_rows_pushed(clients[0], o.servers, &rows0);
-			if (ret)
-				goto stats_failed;
-			for (uint32_t s = 0; s < o.servers; s++)
-				cpu0 += bench_cluster_server_cpu_ns(cl, s);
-			for (uint32_t i = 0; i < o.clients; i++) {
-				w[i].c = clients[i];
-				w[i].table = (uint32_t)t;
-				w[i].n = n;
-				w[i].dim = (uint32_t)o.dim;
-				w[i].table_rows = o.table_rows;
-				w[i].seconds = o.seconds;
-			}
-			ret = bench_run_workers(w, sizeof(*w), o.clients, push_main, &pushes, &ns);
-			if (ret) {
-				const char *why = rdps_strerror(ret);
-
-				for (uint32_t i = 0; i < o.clients; i++)
-					if (w[i].base.ret)
-						why = rdps_client_errmsg(clients[i]);
-				fprintf(stderr, "rdps bench push: push failed: %s\n", why);
-				goto out;
-			}
-			for (uint32_t s = 0; s < o.servers; s++)
-				cpu1 += bench_cluster_server_cpu_ns(cl, s);
-			ret = server_rows_pushed(clients[0], o.servers, &rows1);
-			if (ret)
-				goto stats_failed;
-			secs = ns / 1e9;
-			cpu_s = (cpu1 - cpu0) / 1e9;
-			lrate = NAN;
-			if (pp) {
-				for (uint32_t i = 0; i < o.clients; i++) {
-					lw[i].msg = push_bytes(n, (uint32_t)o.dim);
-					lw[i].seconds = o.seconds;
-				}
-				lrate = bench_run_rate(lw, sizeof(*lw), o.clients, push_main);
-				if (lrate < 0) {
-					fprintf(stderr, "rdps bench push: limit stream: %s\n",
-						rdps_strerror((int)lrate));
-					goto out;
-				}
-			} else if (po.dev && !limit_failed) {
-				struct bench_perftest pt;
-				struct rdps_transport_info ti;
-				uint32_t sz = push_bytes(n, (uint32_t)o.dim), msg = sz;
-
-				/* The SENDs that carry the push are at most this big. */
-				rdps_transport_find(o.transport)->query(o.clients, &ti);
-				if (msg > ti.push_msg_bytes)
-					msg = (uint32_t)ti.push_msg_bytes;
-
-				po.port++;
-				ret = bench_perftest("ib_send_bw", &po, msg, &pt,
-						     err, sizeof(err));
-				if (ret) {
-					fprintf(stderr, "rdps bench push: limit not measured: %s\n", err);
-					limit_failed = true;
-				} else if (pt.bw_bytes_s > 0) {
-					lrate = pt.bw_bytes_s / sz;
-				} else {
-					fprintf(stderr, "rdps bench push: ib_send_bw moved no data at %u bytes; "
-						"no limit for this row\n", msg);
-				}
-			}
-			applied = (double)(rows1 - rows0);
-			per_core = cpu_s > 0 ? applied / cpu_s : 0;
-			bench_json_begin(&j, "push");
-			bench_json_str(&j, "transport", o.transport);
-			bench_json_str(&j, "optimizer", rdps_optimizer_name(o.opts[t]));
-			bench_json_int(&j, "servers", o.servers);
-			bench_json_int(&j, "clients", o.clients);
-			bench_json_int(&j, "rows", n);
-			bench_json_int(&j, "dim", o.dim);
-			bench_json_num(&j, "seconds", secs);
-			bench_json_num(&j, "pushes_per_s", pushes / secs);
-			bench_json_num(&j, "rows_per_s", applied / secs);
-			bench_json_num(&j, "gb_per_s", applied * o.dim * 4 / secs / 1e9);
-			bench_json_int(&j, "server_rows_applied", rows1 - rows0);
-			bench_json_num(&j, "server_cpu_s", cpu_s);
-			bench_json_num(&j, "apply_rows_per_core_s", per_core);
-			bench_json_num(&j, "apply_gb_per_core_s", per_core * o.dim * 4 / 1e9);
-			bench_json_str(&j, "limit", verbs ? "ib_send_bw" : "tcp_stream");
-			bench_json_int(&j, "limit_msg_bytes", push_bytes(n, (uint32_t)o.dim));
-			bench_json_num(&j, "limit_pushes_per_s", lrate);
-			bench_json_num(&j, "limit_gb_per_s", lrate * n * o.dim * 4 / 1e9);
-			bench_json_num(&j, "ratio", bench_ratio(pushes / secs, lrate));
-			bench_json_end(&j);
-			bench_table_row("%-12s %6u %10.0f %12.0f %8.3f | %12.0f %10.2f %14.0f %12.3f | %-11s %10.0f %8.3f %6.2f",
-					rdps_optimizer_name(o.opts[t]), n, pushes / secs, applied / secs,
-					applied * o.dim * 4 / secs / 1e9, applied, cpu_s, per_core,
-					per_core * o.dim * 4 / 1e9, verbs ? "ib_send_bw" : "tcp_stream",
-					lrate, lrate * n * o.dim * 4 / 1e9, bench_ratio(pushes / secs, lrate));
-		}
 	rc = 0;
-	goto out;
-stats_failed:
-	fprintf(stderr, "rdps bench push: server stats: %s\n", rdps_client_errmsg(clients[0]));
 out:
 	for (uint32_t i = 0; i < MAX_CLIENTS; i++) {
-		rdps_client_destroy(clients[i]);
-		free(w[i].ids);
-		free(w[i].grads);
-		if (lw[i].fd >= 0)
-			close(lw[i].fd);
-		free(lw[i].buf);
+		free(r->w[i].ids);
+		free(r->w[i].grads);
+		if (r->lw[i].fd >= 0)
+			close(r->lw[i].fd);
+		free(r->lw[i].buf);
 	}
-	bench_pingpong_stop(pp);
-	bench_cluster_stop(cl);
+	bench_pingpong_stop(r->pp);
+	free(r);
 	return rc;
-bad:
-	fprintf(stderr, "rdps bench push: bad value '%s' for --%s (see --help)\n", optarg,
-		lopts[li].name);
-	return 2;
 }

@@ -151,19 +151,22 @@ Test(bench, pull_verbs_without_device_is_a_clear_error)
 
 Test(bench, push)
 {
-	static const char *const keys[] = { "optimizer", "rows", "dim", "+pushes_per_s", "+gb_per_s",
+	static const char *const keys[] = { "optimizer", "rows", "dim", "+server_threads",
+					    "+server_threads_seen", "+pushes_per_s", "+gb_per_s",
 					    "+server_rows_applied", "+apply_rows_per_core_s",
-					    "limit", "+limit_pushes_per_s", "+ratio", NULL };
+					    "+server_ns_per_row", "limit", "+limit_pushes_per_s",
+					    "+ratio", NULL };
 	char args[256];
 	int rc;
 
 	snprintf(args, sizeof(args), "push --port %d --table-rows 500 --dim 8 --batches 16 "
-		 "--seconds 0.05 --clients 2", rdps_test_free_ports(2));
+		 "--seconds 0.05 --clients 2 --num_server_threads 1,2", rdps_test_free_ports(2));
 	rc = run_bench(args);
 	if (rc)
 		show_err();
 	cr_assert_eq(rc, 0);
-	cr_expect_eq(check_lines("push", keys), 3); /* sgd, adagrad_row, adagrad */
+	/* (sgd, adagrad_row, adagrad) x 1 and 2 server threads */
+	cr_expect_eq(check_lines("push", keys), 6);
 }
 
 Test(bench, zmq)
