@@ -40,6 +40,7 @@ int rdps_bench_train(int argc, char **argv);
 int rdps_bench_load(int argc, char **argv);
 int rdps_bench_zmq(int argc, char **argv);
 int rdps_bench_rowcheck(int argc, char **argv);
+int rdps_bench_fma(int argc, char **argv);
 
 /* ---------------------------------------------------------------------- */
 /* Latency recorder                                                        */
@@ -287,6 +288,36 @@ int bench_perftest_setup(struct bench_perftest_opts *po, const char *host, const
  * (for perftest's -d/-x). 0 or -ENODEV / -ENOENT with a reason. */
 int bench_rdma_device(const char *host, char *dev, size_t devlen, int *gid_index, char *err,
 		      size_t errlen);
+
+/* ---------------------------------------------------------------------- */
+/* The core's own limit: peak FMA rate of one thread                       */
+
+struct bench_fma {
+	const char *isa;      /* "avx512f" (512-bit), "avx2+fma" (256-bit), "sse2"
+			       * (128-bit, a multiply and an add: no FMA unit) */
+	unsigned bits;        /* vector width */
+	unsigned chains;      /* independent accumulators (latency x pipes) */
+	unsigned rounds;
+	double round_s;       /* length of each round */
+	double gflop_per_s;   /* best round; an FMA counts 2 flops per lane */
+	double median_gflop_per_s;
+};
+
+/* The ISA the model kernels run with on this CPU: trainer/model_kernels.h
+ * compiles them for x86-64-v3 (AVX2 + FMA, 256-bit) and the baseline
+ * (SSE2), picked at load time; "avx2+fma" or "sse2". */
+const char *bench_fma_kernel_isa(void);
+
+/* Whether this CPU runs isa ("avx512f", "avx2+fma", "sse2"). */
+bool bench_fma_supported(const char *isa);
+
+/* One thread's peak multiply-add rate with isa: rounds of round_s seconds
+ * of independent FMA chains on registers (no memory), the best round. 0, or
+ * -EINVAL (unknown isa) / -ENOTSUP (not on this CPU). */
+int bench_fma_peak(const char *isa, double round_s, unsigned rounds, struct bench_fma *out);
+
+/* Its JSON line (bench "fma") and table row (rdps bench fma's header). */
+void bench_fma_emit(const struct bench_fma *f);
 
 /* ---------------------------------------------------------------------- */
 /* Child processes                                                         */

@@ -4,10 +4,15 @@
  *
  *  kernel       rdps_model_step() in a loop, one thread, per model, at
  *               hidden_dim 400, 200 negatives, batch 1024 (defaults), against
- *               issue 5's goal of 20k positive triples/s per core;
- *  standalone   `rdps train --standalone` (a child process) on the dataset;
+ *               issue 5's goal of 20k positive triples/s per core, and for
+ *               the models whose step is three matrix products (the DOT and
+ *               L2 pair forms), its GFLOP/s against the core's peak FMA rate
+ *               (rdps bench fma's, measured before and after the kernels);
+ *  standalone   `rdps train --standalone` (a child process) on the dataset,
+ *               with as many threads as the distributed trainers have in
+ *               all; per thread against the kernel's rate of this run;
  *  distributed  2 `rdps server` + 2 `rdps train` processes over TCP on a
- *               2-way partition of the dataset;
+ *               2-way partition of the dataset, against standalone;
  *  curve        standalone runs of increasing --max_step with --test: loss
  *               against time from their progress lines, test MRR at the end
  *               of each run (the training curve of perf/report.md).
@@ -24,6 +29,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,7 +43,9 @@
 
 struct train_opts {
 	const char *data, *workdir, *model;
-	uint64_t hidden_dim, batch, neg, max_step, log_interval, threads;
+	uint64_t hidden_dim, batch, neg, max_step, log_interval;
+	uint64_t threads;          /* standalone (0: 2 x trainer_threads) */
+	uint64_t trainer_threads;  /* per distributed trainer */
 	double gamma, lr;
 	bool adv;
 	bool no_pipeline;   /* the trainers' serial step */
@@ -64,8 +72,17 @@ static void usage(FILE *f)
 "  distributed  2 rdps servers + 2 trainers over TCP on 127.0.0.1 (k=2 partition)\n"
 "  curve        standalone runs of --curve-steps with --test: loss vs time and\n"
 "               test MRR at the end of each run\n"
-"Output: JSON lines (bench \"kernel\", \"train\", \"train_log\", \"train_eval\") on\n"
-"stdout, a table on stderr. Child processes are this executable.\n"
+"The kernel phase also measures the core's peak FMA rate (as rdps bench fma, on\n"
+"the unit the kernels run on) and gives GFLOP/s for the models whose step is\n"
+"three products of a chunk's queries and negatives (TransE_l2, DistMult,\n"
+"ComplEx, SimplE: 6 x neg x entity row width flops per positive triple).\n"
+"Standalone per thread is compared with the kernel's rate (same model, dim, neg\n"
+"and batch), distributed with standalone (same threads in all). Each trainer's\n"
+"'step split' line (sample, gather, kernel, optimizer, network, net, hidden ms\n"
+"per step) is a \"train_split\" line.\n"
+"Output: JSON lines (bench \"fma\", \"kernel\", \"train\", \"train_split\",\n"
+"\"train_log\", \"train_eval\") on stdout, a table on stderr. Child processes\n"
+"are this executable.\n"
 "\n"
 "  --data DIR             dataset (raw layout); default: a synthetic graph made\n"
 "                         in --workdir (--synth-entities, --synth-triples)\n"
@@ -82,7 +99,10 @@ static void usage(FILE *f)
 "  --max_step N           steps per thread of the standalone/distributed runs\n"
 "                         (default 1000)\n"
 "  --log_interval N       (default 100)\n"
-"  --num_thread N         standalone threads (default 2)\n"
+"  --trainer_threads N    threads of each distributed trainer (default 1)\n"
+"  --num_thread N         standalone threads (default 2 x --trainer_threads: the\n"
+"                         distributed trainers' total, which the distributed\n"
+"                         rate is compared with; curve runs use it too)\n"
 "  --curve-steps LIST     (default 500,1000,2000)\n"
 "  --kernel-models LIST   (default all: TransE_l1,TransE_l2,DistMult,ComplEx,RotatE,RESCAL,\n"
 "                         TransR,SimplE)\n"
@@ -96,8 +116,27 @@ static void usage(FILE *f)
 /* ---------------------------------------------------------------------- */
 /* Model kernel                                                            */
 
-static int kernel_rate(const struct train_opts *o, const char *name, double *rate, char *err,
-		       size_t errlen)
+/* Flops per positive triple of the models whose step is three products of
+ * a chunk's C queries and its N negatives (kge_chunk_pairs in
+ * trainer/model_kernels.h: the scores S = Q E^T, then dL/dS E into the
+ * queries' gradients and dL/dS^T Q into the negatives'), each N x w
+ * multiply-adds per positive for entity rows of w floats: 6 N w flops. The
+ * O(w) rest per positive (the query, its positive pair, the norms, the
+ * query's backward: about 18 w for TransE_l2 at C = N, 1.5% at N = 200) is
+ * not counted. 0 for the other models (L1 and RotatE forms are not
+ * multiply-adds; RESCAL and TransR add matrix products of their own). */
+static double kernel_flops_per_pos(const char *model, uint64_t neg, uint64_t width)
+{
+	static const char *const three_products[] = { "TransE_l2", "DistMult", "ComplEx", "SimplE" };
+
+	for (size_t i = 0; i < RDPS_ARRAY_SIZE(three_products); i++)
+		if (!strcasecmp(model, three_products[i]))
+			return 6.0 * (double)neg * (double)width;
+	return 0;
+}
+
+static int kernel_rate(const struct train_opts *o, const char *name, double *rate,
+		       uint64_t *width, char *err, size_t errlen)
 {
 	struct rdps_model_params mp;
 	struct rdps_model *m = NULL;
@@ -122,6 +161,7 @@ static int kernel_rate(const struct train_opts *o, const char *name, double *rat
 		return ret;
 	}
 	ssz = rdps_model_scratch_size(m, chunk, N, n_ent, n_rel);
+	*width = rdps_model_entity_dim(m);
 	head = malloc(B * 4);
 	rel = malloc(B * 4);
 	tail = malloc(B * 4);
@@ -439,6 +479,8 @@ static int run_distributed(const struct train_opts *o, const char *data, struct 
 		argv[n++] = "2";
 		argv[n++] = "--rank";
 		argv[n++] = t ? "1" : "0";
+		argv[n++] = "--num_thread";
+		argv[n++] = (char *)num_arg(&ab[2 + t], "%.0f", (double)o->trainer_threads);
 		add_train_args(o, o->max_step, argv, &n, &ab[2 + t]);
 		argv[n] = NULL;
 		snprintf(log, sizeof(log), "%s/trainer-1.log", o->workdir);
@@ -447,7 +489,7 @@ static int run_distributed(const struct train_opts *o, const char *data, struct 
 			goto out;
 	}
 	while (fgets(line, sizeof(line), tr[0].out))
-		parse_line(line, r0, "distributed", t0, (double)o->batch);
+		parse_line(line, r0, "distributed", t0, (double)(o->batch * o->trainer_threads));
 	for (int t = 0; t < 2; t++) {
 		int st = bench_child_wait(&tr[t]);
 
@@ -474,49 +516,250 @@ out:
 	return ret;
 }
 
-static void emit_train(const char *mode, const struct train_opts *o, uint32_t trainers,
-		       double pos_per_s, double per_trainer, const struct train_run *r)
+/* The fields of a "train" line every mode has; the caller adds its
+ * comparison and ends the line. */
+static void train_json(struct bench_json *j, const char *mode, const struct train_opts *o,
+		       uint32_t trainers, uint64_t threads, double pos_per_s,
+		       const struct train_run *r)
 {
 	double tot = r->pull_ms + r->comp_ms + r->push_ms;
+
+	bench_json_begin(j, "train");
+	bench_json_str(j, "mode", mode);
+	bench_json_str(j, "model", o->model);
+	bench_json_int(j, "hidden_dim", o->hidden_dim);
+	bench_json_int(j, "batch", o->batch);
+	bench_json_int(j, "neg", o->neg);
+	bench_json_int(j, "trainers", trainers);
+	bench_json_int(j, "threads", threads);
+	bench_json_num(j, "train_s", r->train_s);
+	bench_json_num(j, "pos_per_s", pos_per_s);
+	bench_json_num(j, "pos_per_s_per_trainer", pos_per_s / trainers);
+	bench_json_num(j, "pos_per_s_per_thread", pos_per_s / (double)threads);
+	bench_json_num(j, "pull_share", tot > 0 ? r->pull_ms / tot : NAN);
+	bench_json_num(j, "compute_share", tot > 0 ? r->comp_ms / tot : NAN);
+	bench_json_num(j, "push_share", tot > 0 ? r->push_ms / tot : NAN);
+	bench_json_num(j, "step_ms", r->nlog ? tot / r->nlog : NAN);
+	/* trainer 0's thread 0, mean per step over the run (NAN: no split line) */
+	bench_json_bool(j, "pipeline", r->have_split ? r->pipeline : !o->no_pipeline);
+	bench_json_num(j, "step_sample_ms", r->have_split ? r->sample_ms : NAN);
+	bench_json_num(j, "step_gather_ms", r->have_split ? r->gather_ms : NAN);
+	bench_json_num(j, "step_kernel_ms", r->have_split ? r->kernel_ms : NAN);
+	bench_json_num(j, "step_optimizer_ms", r->have_split ? r->optimizer_ms : NAN);
+	bench_json_num(j, "step_network_ms", r->have_split ? r->network_ms : NAN);
+	bench_json_num(j, "step_net_ms", r->have_split ? r->net_ms : NAN);
+	bench_json_num(j, "step_hidden_ms", r->have_split ? r->hidden_ms : NAN);
+	bench_json_num(j, "hidden_share", r->have_split && r->net_ms > 0 ? r->hidden_ms / r->net_ms
+									 : NAN);
+}
+
+static void train_row(const char *mode, uint32_t trainers, uint64_t threads, double pos_per_s,
+		      const struct train_run *r, const char *vs, double ratio)
+{
+	double tot = r->pull_ms + r->comp_ms + r->push_ms;
+
+	bench_table_row("%-12s %8u %7llu %12.0f %12.0f %8.1f %8.1f %8.1f %9.2f  %s %.2f", mode,
+			trainers, (unsigned long long)threads, pos_per_s,
+			pos_per_s / (double)threads, tot > 0 ? 100 * r->pull_ms / tot : NAN,
+			tot > 0 ? 100 * r->comp_ms / tot : NAN, tot > 0 ? 100 * r->push_ms / tot : NAN,
+			r->nlog ? tot / r->nlog : NAN, vs, ratio);
+}
+
+/* One trainer's "step split" line as a train_split line: where thread 0's
+ * mean step went; kernel_pos_per_s is the batch over the step's kernel time
+ * (the kernel's rate inside the job). */
+static void emit_split(const char *mode, uint32_t trainer, const struct train_opts *o,
+		       const struct train_run *r)
+{
+	double step = r->sample_ms + r->gather_ms + r->kernel_ms + r->optimizer_ms + r->network_ms;
 	struct bench_json j;
 
-	bench_json_begin(&j, "train");
+	if (!r->have_split)
+		return;
+	bench_json_begin(&j, "train_split");
 	bench_json_str(&j, "mode", mode);
-	bench_json_str(&j, "model", o->model);
-	bench_json_int(&j, "hidden_dim", o->hidden_dim);
-	bench_json_int(&j, "batch", o->batch);
-	bench_json_int(&j, "neg", o->neg);
-	bench_json_int(&j, "trainers", trainers);
-	bench_json_num(&j, "train_s", r->train_s);
-	bench_json_num(&j, "pos_per_s", pos_per_s);
-	bench_json_num(&j, "pos_per_s_per_trainer", per_trainer);
-	bench_json_num(&j, "pull_share", tot > 0 ? r->pull_ms / tot : NAN);
-	bench_json_num(&j, "compute_share", tot > 0 ? r->comp_ms / tot : NAN);
-	bench_json_num(&j, "push_share", tot > 0 ? r->push_ms / tot : NAN);
-	bench_json_num(&j, "step_ms", r->nlog ? tot / r->nlog : NAN);
-	/* trainer 0's thread 0, mean per step over the run (NAN: no split line) */
-	bench_json_bool(&j, "pipeline", r->have_split ? r->pipeline : !o->no_pipeline);
-	bench_json_num(&j, "step_sample_ms", r->have_split ? r->sample_ms : NAN);
-	bench_json_num(&j, "step_gather_ms", r->have_split ? r->gather_ms : NAN);
-	bench_json_num(&j, "step_kernel_ms", r->have_split ? r->kernel_ms : NAN);
-	bench_json_num(&j, "step_optimizer_ms", r->have_split ? r->optimizer_ms : NAN);
-	bench_json_num(&j, "step_network_ms", r->have_split ? r->network_ms : NAN);
-	bench_json_num(&j, "step_net_ms", r->have_split ? r->net_ms : NAN);
-	bench_json_num(&j, "step_hidden_ms", r->have_split ? r->hidden_ms : NAN);
-	bench_json_num(&j, "hidden_share", r->have_split && r->net_ms > 0 ? r->hidden_ms / r->net_ms
-									  : NAN);
+	bench_json_int(&j, "trainer", trainer);
+	bench_json_bool(&j, "pipeline", r->pipeline);
+	bench_json_num(&j, "sample_ms", r->sample_ms);
+	bench_json_num(&j, "gather_ms", r->gather_ms);
+	bench_json_num(&j, "kernel_ms", r->kernel_ms);
+	bench_json_num(&j, "optimizer_ms", r->optimizer_ms);
+	bench_json_num(&j, "network_ms", r->network_ms);
+	bench_json_num(&j, "step_ms", step);
+	bench_json_num(&j, "net_ms", r->net_ms);
+	bench_json_num(&j, "hidden_ms", r->hidden_ms);
+	bench_json_num(&j, "hidden_share", r->net_ms > 0 ? r->hidden_ms / r->net_ms : NAN);
+	bench_json_num(&j, "kernel_pos_per_s", r->kernel_ms > 0 ? o->batch / (r->kernel_ms / 1e3)
+								: NAN);
 	bench_json_end(&j);
-	bench_table_row("%-12s %8u %12.0f %14.0f %8.1f %8.1f %8.1f %9.2f", mode, trainers,
-			pos_per_s, per_trainer, tot > 0 ? 100 * r->pull_ms / tot : NAN,
-			tot > 0 ? 100 * r->comp_ms / tot : NAN, tot > 0 ? 100 * r->push_ms / tot : NAN,
-			r->nlog ? tot / r->nlog : NAN);
+	bench_table_row("%-12s %7u %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f | %8.3f %8.3f %7.1f%%", mode,
+			trainer, r->sample_ms, r->gather_ms, r->kernel_ms, r->optimizer_ms,
+			r->network_ms, step, r->net_ms, r->hidden_ms,
+			r->net_ms > 0 ? 100 * r->hidden_ms / r->net_ms : NAN);
+}
+
+/* The core's peak FMA rate on the kernels' unit, measured before and after
+ * the kernels (the best of both: a 2-core machine shared with others only
+ * ever lowers it); NAN if not measurable here. */
+static double fma_peak(const struct train_opts *o, struct bench_fma *best)
+{
+	double round = o->kernel_seconds / 10;
+	struct bench_fma f;
+
+	round = round < 0.002 ? 0.002 : round > 0.2 ? 0.2 : round;
+	if (bench_fma_peak(bench_fma_kernel_isa(), round, 5, &f))
+		return NAN;
+	if (!best->isa || f.gflop_per_s > best->gflop_per_s) {
+		f.rounds += best->rounds;
+		*best = f;
+	} else {
+		best->rounds += f.rounds;
+	}
+	return best->gflop_per_s;
+}
+
+/* Every model of --kernel-models: rate per thread and, where counted, its
+ * GFLOP/s against the peak. *ref gets the rate of --model_name if its
+ * kernel ran at the training's dim, neg and batch (else stays NAN). */
+static int kernel_phase(const struct train_opts *o, double *ref)
+{
+	char tmp[256], err[1024], *save = NULL, *tok;
+	struct bench_fma peak = { 0 };
+	struct {
+		char model[32];
+		double rate, flops;
+	} k[16];
+	int nk = 0, ret;
+
+	fma_peak(o, &peak);
+	snprintf(tmp, sizeof(tmp), "%s", o->kernel_models);
+	for (tok = strtok_r(tmp, ",", &save); tok && nk < 16; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t width = 0;
+
+		ret = kernel_rate(o, tok, &k[nk].rate, &width, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rdps bench train: %s\n", err);
+			return ret;
+		}
+		snprintf(k[nk].model, sizeof(k[nk].model), "%s", tok);
+		k[nk].flops = kernel_flops_per_pos(tok, o->kernel_neg, width);
+		if (!strcasecmp(tok, o->model) && o->kernel_dim == o->hidden_dim &&
+		    o->kernel_neg == o->neg && o->kernel_batch == o->batch)
+			*ref = k[nk].rate;
+		nk++;
+	}
+	fma_peak(o, &peak);
+
+	bench_table_title("peak FMA rate, one thread (GFLOP/s; the kernels' unit: %s)",
+			  bench_fma_kernel_isa());
+	bench_table_row("%-9s %5s %7s %12s %12s  %s", "isa", "bits", "chains", "best", "median",
+			"kernels' unit");
+	if (peak.isa)
+		bench_fma_emit(&peak);
+	bench_table_title("model kernel, one thread: rdps_model_step, hidden_dim %llu, neg %llu, "
+			  "batch %llu (goal %.0f pos/s per core; GFLOP/s: 6 x neg x row width "
+			  "per positive)", (unsigned long long)o->kernel_dim,
+			  (unsigned long long)o->kernel_neg, (unsigned long long)o->kernel_batch,
+			  KERNEL_GOAL);
+	bench_table_row("%-10s %12s %8s %12s %9s %9s", "model", "pos/s", "x goal", "flops/pos",
+			"GFLOP/s", "x peak");
+	for (int i = 0; i < nk; i++) {
+		double gf = k[i].flops > 0 ? k[i].rate * k[i].flops / 1e9 : NAN;
+		double pk = peak.isa ? peak.gflop_per_s : NAN;
+		struct bench_json j;
+
+		bench_json_begin(&j, "kernel");
+		bench_json_str(&j, "model", k[i].model);
+		bench_json_int(&j, "hidden_dim", o->kernel_dim);
+		bench_json_int(&j, "neg", o->kernel_neg);
+		bench_json_int(&j, "batch", o->kernel_batch);
+		bench_json_int(&j, "threads", 1);
+		bench_json_num(&j, "pos_per_s", k[i].rate);
+		bench_json_num(&j, "goal_pos_per_s", KERNEL_GOAL);
+		bench_json_num(&j, "ratio", k[i].rate / KERNEL_GOAL);
+		bench_json_bool(&j, "goal_met", k[i].rate >= KERNEL_GOAL);
+		bench_json_num(&j, "flops_per_pos", k[i].flops > 0 ? k[i].flops : NAN);
+		bench_json_num(&j, "gflop_per_s", gf);
+		bench_json_str(&j, "fma_isa", peak.isa ? peak.isa : "none");
+		bench_json_num(&j, "fma_peak_gflop_per_s", pk);
+		bench_json_num(&j, "vs_fma_peak", bench_ratio(gf, pk));
+		bench_json_end(&j);
+		bench_table_row("%-10s %12.0f %8.2f %12.0f %9.1f %9.2f", k[i].model, k[i].rate,
+				k[i].rate / KERNEL_GOAL, k[i].flops, gf, bench_ratio(gf, pk));
+	}
+	return 0;
+}
+
+/* Standalone with o->threads threads, then 2 trainers of
+ * o->trainer_threads each; standalone per thread against the kernel's rate
+ * (kernel_ref), distributed against standalone when the totals match. */
+static int train_phases(const struct train_opts *o, const char *data, double kernel_ref)
+{
+	uint64_t dthreads = 2 * o->trainer_threads;
+	double standalone = NAN;
+	struct train_run r, r0, r1;
+	struct bench_json j;
+	int ret;
+
+	bench_table_title("training, %s dim %llu batch %llu neg %llu, %llu steps (shares of pull/compute/push in %%; "
+			  "standalone per thread vs the kernel, distributed vs standalone)",
+			  o->model, (unsigned long long)o->hidden_dim, (unsigned long long)o->batch,
+			  (unsigned long long)o->neg, (unsigned long long)o->max_step);
+	bench_table_row("%-12s %8s %7s %12s %12s %8s %8s %8s %9s  %s", "mode", "trainers", "threads",
+			"pos/s", "pos/s/thread", "pull%", "compute%", "push%", "step ms", "ratio");
+	memset(&r, 0, sizeof(r));
+	memset(&r0, 0, sizeof(r0));
+	memset(&r1, 0, sizeof(r1));
+	if (o->ph_standalone) {
+		double per_thread;
+
+		ret = run_standalone(o, data, o->max_step, false, "standalone", &r);
+		if (ret)
+			return ret;
+		per_thread = r.pos_per_s / (double)o->threads;
+		if (o->threads == dthreads)
+			standalone = r.pos_per_s;
+		train_json(&j, "standalone", o, 1, o->threads, r.pos_per_s, &r);
+		bench_json_num(&j, "kernel_pos_per_s", kernel_ref);
+		bench_json_num(&j, "vs_kernel", bench_ratio(per_thread, kernel_ref));
+		bench_json_end(&j);
+		train_row("standalone", 1, o->threads, r.pos_per_s, &r, "per thread / kernel",
+			  bench_ratio(per_thread, kernel_ref));
+	}
+	if (o->ph_distributed) {
+		double pos;
+
+		if (o->ph_standalone && o->threads != dthreads)
+			fprintf(stderr, "rdps bench train: standalone ran %llu threads, the distributed "
+				"trainers %llu in all: no ratio\n", (unsigned long long)o->threads,
+				(unsigned long long)dthreads);
+		ret = run_distributed(o, data, &r0, &r1);
+		if (ret)
+			return ret;
+		pos = r0.pos_per_s + r1.pos_per_s;
+		train_json(&j, "distributed", o, 2, dthreads, pos, &r0);
+		bench_json_num(&j, "standalone_pos_per_s", standalone);
+		bench_json_num(&j, "vs_standalone", bench_ratio(pos, standalone));
+		bench_json_end(&j);
+		train_row("distributed", 2, dthreads, pos, &r0, "/ standalone",
+			  bench_ratio(pos, standalone));
+	}
+	bench_table_title("step split, thread 0's mean step (ms; network: blocked in pulls and "
+			  "pushes; net: the step's network time; hidden: net - network)");
+	bench_table_row("%-12s %7s %8s %8s %8s %8s %8s %8s | %8s %8s %8s", "mode", "trainer",
+			"sample", "gather", "kernel", "optim", "network", "step", "net", "hidden",
+			"hidden%");
+	emit_split("standalone", 0, o, &r);
+	emit_split("distributed", 0, o, &r0);
+	emit_split("distributed", 1, o, &r1);
+	return 0;
 }
 
 int rdps_bench_train(int argc, char **argv)
 {
 	enum { O_DATA = 256, O_WORKDIR, O_PHASES, O_MODEL, O_DIM, O_GAMMA, O_LR, O_ADV, O_BATCH,
 	       O_NEG, O_STEPS, O_LOGI, O_THREADS, O_CURVE, O_KMODELS, O_KDIM, O_KNEG, O_KBATCH,
-	       O_KSECS, O_PORT, O_SENT, O_STRI, O_NOPIPE };
+	       O_KSECS, O_PORT, O_SENT, O_STRI, O_NOPIPE, O_TTHREADS };
 	static const struct option lopts[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "workdir", required_argument, NULL, O_WORKDIR },
@@ -532,6 +775,7 @@ int rdps_bench_train(int argc, char **argv)
 		{ "max_step", required_argument, NULL, O_STEPS },
 		{ "log_interval", required_argument, NULL, O_LOGI },
 		{ "num_thread", required_argument, NULL, O_THREADS },
+		{ "trainer_threads", required_argument, NULL, O_TTHREADS },
 		{ "curve-steps", required_argument, NULL, O_CURVE },
 		{ "kernel-models", required_argument, NULL, O_KMODELS },
 		{ "kernel-dim", required_argument, NULL, O_KDIM },
@@ -546,7 +790,8 @@ int rdps_bench_train(int argc, char **argv)
 	};
 	struct train_opts o = {
 		.workdir = "/tmp/rdps-bench-train", .model = "TransE_l2", .hidden_dim = 400,
-		.batch = 1024, .neg = 256, .max_step = 1000, .log_interval = 100, .threads = 2,
+		.batch = 1024, .neg = 256, .max_step = 1000, .log_interval = 100, .threads = 0,
+		.trainer_threads = 1,
 		.gamma = 12, .lr = 0.1, .ph_kernel = true, .ph_standalone = true,
 		.ph_distributed = true, .curve_steps = { 500, 1000, 2000 }, .ncurve = 3,
 		.kernel_models = "TransE_l1,TransE_l2,DistMult,ComplEx,RotatE,RESCAL,TransR,SimplE",
@@ -554,6 +799,7 @@ int rdps_bench_train(int argc, char **argv)
 		.synth_entities = 20000, .synth_triples = 400000,
 	};
 	char data[4096], err[1024];
+	double kernel_ref = NAN;
 	uint64_t v;
 	int opt, li = 0, ret;
 
@@ -592,6 +838,7 @@ int rdps_bench_train(int argc, char **argv)
 		case O_STEPS: if (bench_parse_u64(optarg, 1, 1ull << 40, &o.max_step)) goto bad; break;
 		case O_LOGI: if (bench_parse_u64(optarg, 1, 1ull << 40, &o.log_interval)) goto bad; break;
 		case O_THREADS: if (bench_parse_u64(optarg, 1, 256, &o.threads)) goto bad; break;
+		case O_TTHREADS: if (bench_parse_u64(optarg, 1, 128, &o.trainer_threads)) goto bad; break;
 		case O_CURVE:
 			if ((o.ncurve = bench_parse_list(optarg, o.curve_steps, MAX_LIST)) < 0)
 				goto bad;
@@ -621,37 +868,10 @@ int rdps_bench_train(int argc, char **argv)
 		return 2;
 	}
 
-	if (o.ph_kernel) {
-		char tmp[256], *save = NULL, *tok;
-
-		bench_table_title("model kernel, one thread: rdps_model_step, hidden_dim %llu, neg %llu, batch %llu (goal %.0f pos/s per core)",
-				  (unsigned long long)o.kernel_dim, (unsigned long long)o.kernel_neg,
-				  (unsigned long long)o.kernel_batch, KERNEL_GOAL);
-		bench_table_row("%-10s %12s %8s", "model", "pos/s", "x goal");
-		snprintf(tmp, sizeof(tmp), "%s", o.kernel_models);
-		for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			double rate = 0;
-			struct bench_json j;
-
-			ret = kernel_rate(&o, tok, &rate, err, sizeof(err));
-			if (ret) {
-				fprintf(stderr, "rdps bench train: %s\n", err);
-				return 1;
-			}
-			bench_json_begin(&j, "kernel");
-			bench_json_str(&j, "model", tok);
-			bench_json_int(&j, "hidden_dim", o.kernel_dim);
-			bench_json_int(&j, "neg", o.kernel_neg);
-			bench_json_int(&j, "batch", o.kernel_batch);
-			bench_json_int(&j, "threads", 1);
-			bench_json_num(&j, "pos_per_s", rate);
-			bench_json_num(&j, "goal_pos_per_s", KERNEL_GOAL);
-			bench_json_num(&j, "ratio", rate / KERNEL_GOAL);
-			bench_json_bool(&j, "goal_met", rate >= KERNEL_GOAL);
-			bench_json_end(&j);
-			bench_table_row("%-10s %12.0f %8.2f", tok, rate, rate / KERNEL_GOAL);
-		}
-	}
+	if (!o.threads)
+		o.threads = 2 * o.trainer_threads;
+	if (o.ph_kernel && kernel_phase(&o, &kernel_ref))
+		return 1;
 	if (!o.ph_standalone && !o.ph_distributed && !o.ph_curve)
 		return 0;
 
@@ -681,30 +901,8 @@ int rdps_bench_train(int argc, char **argv)
 		}
 	}
 
-	if (o.ph_standalone || o.ph_distributed) {
-		bench_table_title("training, %s dim %llu batch %llu neg %llu, %llu steps (shares of pull/compute/push in %%)",
-				  o.model, (unsigned long long)o.hidden_dim, (unsigned long long)o.batch,
-				  (unsigned long long)o.neg, (unsigned long long)o.max_step);
-		bench_table_row("%-12s %8s %12s %14s %8s %8s %8s %9s", "mode", "trainers", "pos/s",
-				"pos/s/trainer", "pull%", "compute%", "push%", "step ms");
-	}
-	if (o.ph_standalone) {
-		struct train_run r;
-
-		ret = run_standalone(&o, data, o.max_step, false, "standalone", &r);
-		if (ret)
-			return 1;
-		emit_train("standalone", &o, 1, r.pos_per_s, r.pos_per_s, &r);
-	}
-	if (o.ph_distributed) {
-		struct train_run r0, r1;
-
-		ret = run_distributed(&o, data, &r0, &r1);
-		if (ret)
-			return 1;
-		emit_train("distributed", &o, 2, r0.pos_per_s + r1.pos_per_s,
-			   (r0.pos_per_s + r1.pos_per_s) / 2, &r0);
-	}
+	if ((o.ph_standalone || o.ph_distributed) && train_phases(&o, data, kernel_ref))
+		return 1;
 	if (o.ph_curve) {
 		bench_table_title("training curve: standalone runs of increasing length, test MRR at the end of each");
 		bench_table_row("%8s %9s %10s %8s %8s %8s", "steps", "train s", "last loss", "MRR",

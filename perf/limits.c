@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* rdps bench: the limits each figure is compared with, measured in the same
  * run: a raw TCP ping-pong of the same request/reply sizes on the same path,
- * and perftest (ib_read_lat, ib_read_bw) on the same RDMA device. */
+ * perftest (ib_read_lat, ib_read_bw, ib_send_bw) on the same RDMA device, and
+ * the core's peak FMA rate (for the model kernels). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -463,3 +465,130 @@ int bench_perftest_setup(struct bench_perftest_opts *po, const char *host, const
 	po->seconds = 2;
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Peak FMA rate                                                           */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* FMA_CHAINS independent chains a = a * m + c: enough to keep two FMA pipes
+ * busy through a latency of up to 6 cycles (Zen 2-5: 2 pipes, 3-5 cycles;
+ * Intel since Haswell: 2 ports, 4-5 cycles), and few enough to stay in the
+ * 16 vector registers of AVX2 with m and c. m < 1 and c > 0 keep every
+ * accumulator near c / (1 - m) = 1: no overflow, no denormals. */
+#define FMA_CHAINS 12
+#define FMA_BLOCK 4096 /* iterations between clock reads */
+
+#define FMA_BODY(T, SET1, OP, ADD)                                                  \
+	T a[FMA_CHAINS], m = SET1(0.999f), c = SET1(0.001f), s;                     \
+	float lanes[sizeof(T) / sizeof(float)], sum = 0;                            \
+	for (int k = 0; k < FMA_CHAINS; k++)                                        \
+		a[k] = SET1(0.5f + 0.01f * (float)k);                               \
+	for (uint64_t i = 0; i < iters; i++) {                                      \
+		_Pragma("GCC unroll 12")                                            \
+		for (int k = 0; k < FMA_CHAINS; k++)                                \
+			a[k] = OP(a[k], m, c);                                      \
+	}                                                                           \
+	s = a[0];                                                                   \
+	for (int k = 1; k < FMA_CHAINS; k++)                                        \
+		s = ADD(s, a[k]);                                                   \
+	memcpy(lanes, &s, sizeof(lanes));                                           \
+	for (size_t l = 0; l < sizeof(lanes) / sizeof(float); l++)                  \
+		sum += lanes[l];                                                    \
+	return sum
+
+__attribute__((target("avx512f"))) static float fma_avx512(uint64_t iters)
+{
+	FMA_BODY(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps);
+}
+
+__attribute__((target("avx2,fma"))) static float fma_avx2(uint64_t iters)
+{
+	FMA_BODY(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps);
+}
+
+/* No FMA unit: a multiply and a dependent add, 2 flops per lane. */
+static inline __m128 mul_add_sse(__m128 a, __m128 m, __m128 c)
+{
+	return _mm_add_ps(_mm_mul_ps(a, m), c);
+}
+
+static float fma_sse2(uint64_t iters)
+{
+	FMA_BODY(__m128, _mm_set1_ps, mul_add_sse, _mm_add_ps);
+}
+
+const char *bench_fma_kernel_isa(void)
+{
+	return __builtin_cpu_supports("x86-64-v3") ? "avx2+fma" : "sse2";
+}
+
+bool bench_fma_supported(const char *isa)
+{
+	if (!strcmp(isa, "avx512f"))
+		return __builtin_cpu_supports("avx512f");
+	if (!strcmp(isa, "avx2+fma"))
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	return !strcmp(isa, "sse2");
+}
+
+int bench_fma_peak(const char *isa, double round_s, unsigned rounds, struct bench_fma *out)
+{
+	float (*fn)(uint64_t);
+	double rates[64];
+	volatile float sink = 0;
+	unsigned bits;
+
+	if (!strcmp(isa, "avx512f")) {
+		fn = fma_avx512;
+		bits = 512;
+	} else if (!strcmp(isa, "avx2+fma")) {
+		fn = fma_avx2;
+		bits = 256;
+	} else if (!strcmp(isa, "sse2")) {
+		fn = fma_sse2;
+		bits = 128;
+	} else {
+		return -EINVAL;
+	}
+	if (!bench_fma_supported(isa))
+		return -ENOTSUP;
+	if (!rounds || rounds > RDPS_ARRAY_SIZE(rates))
+		rounds = rounds ? (unsigned)RDPS_ARRAY_SIZE(rates) : 1;
+	sink += fn(FMA_BLOCK); /* warm up: wakes the wide units, the clock ramps */
+	for (unsigned r = 0; r < rounds; r++) {
+		uint64_t t0 = rdps_now_ns(), t1, iters = 0;
+
+		do {
+			sink += fn(FMA_BLOCK);
+			iters += FMA_BLOCK;
+			t1 = rdps_now_ns();
+		} while (t1 - t0 < (uint64_t)(round_s * 1e9));
+		/* flops = iterations x chains x lanes x 2 */
+		rates[r] = (double)iters * FMA_CHAINS * (bits / 32) * 2 / ((t1 - t0) / 1e9) / 1e9;
+	}
+	*out = (struct bench_fma){ .isa = isa, .bits = bits, .chains = FMA_CHAINS,
+				   .rounds = rounds, .round_s = round_s };
+	for (unsigned r = 0; r < rounds; r++)
+		out->gflop_per_s = rates[r] > out->gflop_per_s ? rates[r] : out->gflop_per_s;
+	out->median_gflop_per_s = bench_median(rates, rounds);
+	(void)sink;
+	return 0;
+}
+#else
+const char *bench_fma_kernel_isa(void)
+{
+	return "none";
+}
+
+bool bench_fma_supported(const char *isa)
+{
+	return false;
+}
+
+int bench_fma_peak(const char *isa, double round_s, unsigned rounds, struct bench_fma *out)
+{
+	return -ENOTSUP;
+}
+#endif

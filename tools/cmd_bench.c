@@ -16,6 +16,7 @@ static const struct rdps_command kinds[] = {
 	{ "load", rdps_bench_load, "partition loading: io_uring loader vs pread vs memcpy" },
 	{ "zmq", rdps_bench_zmq, "ZeroMQ REQ/REP baseline vs rdps TCP pulls" },
 	{ "rowcheck", rdps_bench_rowcheck, "row validation cost: checksum vs seqlock vs FaRM vs none" },
+	{ "fma", rdps_bench_fma, "peak FMA GFLOP/s of one thread: the model kernels' limit" },
 };
 
 static void usage(FILE *f)

@@ -49,11 +49,12 @@ static int run_bench(const char *args)
 }
 
 /* Every stdout line is a JSON object with "bench"; objects of kind `kind`
- * carry every key of keys (NULL-terminated; a key written "+name" must be a
- * number > 0: a figure the benchmark failed to measure or parse shows up as
- * 0 or null, which no timing-free smoke run should let through). Returns how
- * many such objects were seen. */
-static int check_lines(const char *kind, const char *const *keys)
+ * (and, if mode is set, whose "mode" is mode) carry every key of keys
+ * (NULL-terminated; a key written "+name" must be a number > 0: a figure the
+ * benchmark failed to measure or parse shows up as 0 or null, which no
+ * timing-free smoke run should let through). Returns how many such objects
+ * were seen. */
+static int check_mode_lines(const char *kind, const char *mode, const char *const *keys)
 {
 	char path[1024], line[8192];
 	int seen = 0, lineno = 0;
@@ -65,14 +66,15 @@ static int check_lines(const char *kind, const char *const *keys)
 	while (fgets(line, sizeof(line), f)) {
 		json_error_t e;
 		json_t *o = json_loads(line, 0, &e);
-		const char *b;
+		const char *b, *m;
 
 		lineno++;
 		cr_assert(o && json_is_object(o), "line %d is not a JSON object: %s (%s)", lineno,
 			  line, e.text);
 		b = json_string_value(json_object_get(o, "bench"));
 		cr_assert(b, "line %d has no \"bench\": %s", lineno, line);
-		if (!strcmp(b, kind)) {
+		m = json_string_value(json_object_get(o, "mode"));
+		if (!strcmp(b, kind) && (!mode || (m && !strcmp(m, mode)))) {
 			for (const char *const *k = keys; *k; k++) {
 				bool positive = **k == '+';
 				const char *key = *k + positive;
@@ -90,6 +92,11 @@ static int check_lines(const char *kind, const char *const *keys)
 	}
 	fclose(f);
 	return seen;
+}
+
+static int check_lines(const char *kind, const char *const *keys)
+{
+	return check_mode_lines(kind, NULL, keys);
 }
 
 static void show_err(void)
@@ -208,29 +215,63 @@ Test(bench, load)
 
 Test(bench, train)
 {
-	static const char *const kernel[] = { "model", "hidden_dim", "+pos_per_s", "+ratio", NULL };
-	static const char *const train[] = { "mode", "+pos_per_s", "pull_share", "+compute_share",
-					     "push_share", NULL };
+	static const char *const fma[] = { "isa", "+bits", "+chains", "+gflop_per_s", NULL };
+	static const char *const kernel[] = { "model", "hidden_dim", "+pos_per_s", "+ratio",
+					      "+flops_per_pos", "+gflop_per_s",
+					      "+fma_peak_gflop_per_s", "+vs_fma_peak", NULL };
+	static const char *const standalone[] = { "+threads", "+pos_per_s", "+pos_per_s_per_thread",
+						  "pull_share", "+compute_share", "push_share",
+						  "+step_kernel_ms", "+kernel_pos_per_s", "+vs_kernel",
+						  NULL };
+	static const char *const distributed[] = { "+threads", "+pos_per_s", "+pos_per_s_per_thread",
+						   "+compute_share", "+step_kernel_ms",
+						   "+step_network_ms", "+step_net_ms",
+						   "+standalone_pos_per_s", "+vs_standalone", NULL };
+	static const char *const split[] = { "trainer", "+kernel_ms", "+step_ms", "+kernel_pos_per_s",
+					     "hidden_ms", NULL };
+	static const char *const net[] = { "+network_ms", "+net_ms", NULL };
 	static const char *const eval[] = { "steps", "train_s", "+pos_per_s", "+mrr", "hits10", NULL };
 	static const char *const log[] = { "run", "+t_s", "+step", "+loss", NULL };
 	char args[1024];
 	int rc;
 
+	/* Standalone runs 2 threads (the 2 distributed trainers' total) at the
+	 * kernel's dim, neg and batch, big enough that every part of a step
+	 * lasts a printed microsecond. */
 	snprintf(args, sizeof(args),
 		 "train --workdir '%s/train' --synth-entities 300 --synth-triples 3000 "
-		 "--phases kernel,standalone,distributed,curve --hidden_dim 8 --batch_size 32 "
-		 "--neg_sample_size 4 --max_step 20 --log_interval 10 --num_thread 1 "
-		 "--curve-steps 10,20 --kernel-dim 8 --kernel-neg 4 --kernel-batch 16 "
+		 "--phases kernel,standalone,distributed,curve --hidden_dim 32 --batch_size 64 "
+		 "--neg_sample_size 16 --max_step 20 --log_interval 10 "
+		 "--curve-steps 10,20 --kernel-dim 32 --kernel-neg 16 --kernel-batch 64 "
 		 "--kernel-seconds 0.02 --kernel-models TransE_l2,DistMult --port %d",
 		 dir, rdps_test_free_ports(2));
 	rc = run_bench(args);
 	if (rc)
 		show_err();
 	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("fma", fma), 1);
 	cr_expect_eq(check_lines("kernel", kernel), 2);
-	cr_expect_eq(check_lines("train", train), 2); /* standalone, distributed */
+	cr_expect_eq(check_mode_lines("train", "standalone", standalone), 1);
+	cr_expect_eq(check_mode_lines("train", "distributed", distributed), 1);
+	cr_expect_eq(check_lines("train_split", split), 3); /* standalone, 2 trainers */
+	cr_expect_eq(check_mode_lines("train_split", "distributed", net), 2);
 	cr_expect_eq(check_lines("train_eval", eval), 2);
 	cr_expect_gt(check_lines("train_log", log), 0);
+}
+
+Test(bench, fma)
+{
+	static const char *const keys[] = { "isa", "+bits", "+chains", "+threads", "+gflop_per_s",
+					    "+median_gflop_per_s", "kernel_isa", NULL };
+	int rc = run_bench("fma --isa kernel --seconds 0.005 --rounds 2");
+
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("fma", keys), 1);
+	rc = run_bench("fma --seconds 0.005 --rounds 2");
+	cr_assert_eq(rc, 0);
+	cr_expect_gt(check_lines("fma", keys), 0); /* every unit this CPU has */
 }
 
 Test(bench, rowcheck)
@@ -248,7 +289,8 @@ Test(bench, rowcheck)
 
 Test(bench, help_of_every_kind)
 {
-	static const char *const kinds[] = { "pull", "push", "train", "load", "zmq", "rowcheck" };
+	static const char *const kinds[] = { "pull", "push", "train", "load", "zmq", "rowcheck",
+					     "fma" };
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		char args[64];
