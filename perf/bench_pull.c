@@ -43,7 +43,10 @@ struct pull_opts {
 	uint64_t max_iters;
 	double seconds;
 	uint64_t warmup;
-	uint32_t clients;
+	uint32_t clients;           /* the most of client_counts */
+	uint64_t client_counts[MAX_LIST]; /* throughput runs: 1, then these */
+	int ncounts;
+	uint32_t server_threads;
 	double tput_seconds;
 	bool tput, limits;
 	const char *cdf_path;
@@ -59,12 +62,14 @@ static void usage(FILE *f)
 "usage: rdps bench pull [options]\n"
 "\n"
 "Pull latency (p50/p99/p99.9) for batches of rows, dims, random and clustered\n"
-"(consecutive) ids, and pull throughput with 1 and --clients clients, each beside\n"
-"its limit measured in the same run and as a ratio (figure / limit).\n"
-"Servers run in this process, one thread each, over the real transport on --host.\n"
+"(consecutive) ids, and pull throughput with 1 client and each count of --clients,\n"
+"each beside its limit measured in the same run and as a ratio (figure / limit).\n"
+"Servers run in this process (--num_server_threads threads each) over the real\n"
+"transport on --host.\n"
 "Limits: tcp - a raw TCP ping-pong (TCP_NODELAY) of the same request and reply\n"
-"sizes to --host; verbs - ib_read_lat / ib_read_bw (perftest) on the RDMA device\n"
-"that serves --host, for the bytes a pull reads.\n"
+"sizes to --host, one server thread per connection; throughput: as many\n"
+"connections as clients, all at once; verbs - ib_read_lat / ib_read_bw (perftest)\n"
+"on the RDMA device that serves --host, for the bytes a pull reads.\n"
 "\n"
 "Output: one JSON object per measurement on stdout (bench \"pull\": latency,\n"
 "\"pull_tput\": throughput), a human table on stderr.\n"
@@ -74,6 +79,7 @@ static void usage(FILE *f)
 "                             guest the rxe address, 10.99.0.1)\n"
 "  --port N                   base port (default: derived from the pid)\n"
 "  --servers N                servers (default 1)\n"
+"  --num_server_threads N     threads per server (default 1)\n"
 "  --table-rows N             rows of each table (default 100k; k/M suffixes)\n"
 "  --dims LIST                row widths in floats (default 100,400)\n"
 "  --batches LIST             rows per pull (default 1,16,256,4096)\n"
@@ -82,7 +88,9 @@ static void usage(FILE *f)
 "  --iters N                  most samples per configuration (default 20000)\n"
 "  --seconds S                time per latency configuration (default 1)\n"
 "  --warmup N                 unmeasured pulls first (default 50)\n"
-"  --clients N                clients of the multi-client throughput (default 2)\n"
+"  --clients LIST             client counts of the throughput runs, after the\n"
+"                             one-client run (default 2); each its own rdps\n"
+"                             clients (threads) and as many limit connections\n"
 "  --tput-seconds S           time per throughput configuration (default 1)\n"
 "  --no-tput                  latency only\n"
 "  --no-limit                 do not measure the limits\n"
@@ -316,12 +324,13 @@ static int parse_opts(int argc, char **argv, struct pull_opts *o)
 {
 	enum { O_TRANSPORT = 256, O_HOST, O_PORT, O_SERVERS, O_ROWS, O_DIMS, O_BATCHES, O_IDS,
 	       O_CONS, O_ITERS, O_SECONDS, O_WARMUP, O_CLIENTS, O_TSECONDS, O_NOTPUT,
-	       O_NOLIMIT, O_CDF, O_IBDEV, O_GID, O_PTITERS, O_LROUNDS };
+	       O_NOLIMIT, O_CDF, O_IBDEV, O_GID, O_PTITERS, O_LROUNDS, O_THREADS };
 	static const struct option opts[] = {
 		{ "transport", required_argument, NULL, O_TRANSPORT },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "port", required_argument, NULL, O_PORT },
 		{ "servers", required_argument, NULL, O_SERVERS },
+		{ "num_server_threads", required_argument, NULL, O_THREADS },
 		{ "table-rows", required_argument, NULL, O_ROWS },
 		{ "dims", required_argument, NULL, O_DIMS },
 		{ "batches", required_argument, NULL, O_BATCHES },
@@ -350,6 +359,7 @@ static int parse_opts(int argc, char **argv, struct pull_opts *o)
 		.dims = { 100, 400 }, .ndims = 2, .batches = { 1, 16, 256, 4096 }, .nbatches = 4,
 		.ids_random = true, .ids_clustered = true, .modes = { RDPS_READ_VALIDATED },
 		.nmodes = 1, .max_iters = 20000, .seconds = 1, .warmup = 50, .clients = 2,
+		.client_counts = { 2 }, .ncounts = 1, .server_threads = 1,
 		.tput_seconds = 1, .tput = true, .limits = true, .gid_index = -2,
 		.perftest_iters = 1000,
 		.limit_rounds = 3,
@@ -419,9 +429,20 @@ static int parse_opts(int argc, char **argv, struct pull_opts *o)
 				goto bad;
 			break;
 		case O_CLIENTS:
-			if (bench_parse_u64(optarg, 1, MAX_CLIENTS, &v))
+			if ((o->ncounts = bench_parse_list(optarg, o->client_counts, MAX_LIST)) < 0)
 				goto bad;
-			o->clients = (uint32_t)v;
+			o->clients = 1;
+			for (int i = 0; i < o->ncounts; i++) {
+				if (o->client_counts[i] > MAX_CLIENTS)
+					goto bad;
+				if (o->client_counts[i] > o->clients)
+					o->clients = (uint32_t)o->client_counts[i];
+			}
+			break;
+		case O_THREADS:
+			if (bench_parse_u64(optarg, 1, 64, &v))
+				goto bad;
+			o->server_threads = (uint32_t)v;
 			break;
 		case O_TSECONDS:
 			if (bench_parse_double(optarg, 0.001, 3600, &o->tput_seconds))
@@ -506,7 +527,7 @@ int rdps_bench_pull(int argc, char **argv)
 
 	co = (struct bench_cluster_opts){ .transport = o.transport, .host = o.host,
 					  .port = bench_pick_port(o.port, o.servers), .num_servers = o.servers,
-					  .num_tables = (uint32_t)o.ndims };
+					  .server_threads = o.server_threads, .num_tables = (uint32_t)o.ndims };
 	for (int i = 0; i < o.ndims; i++) {
 		static char names[MAX_LIST][16];
 
@@ -575,8 +596,12 @@ int rdps_bench_pull(int argc, char **argv)
 			lc->po.dev, lc->po.gid_index);
 	}
 
-	bench_table_title("pull latency, %s, %u server(s), table rows %llu (us; ratio = p50 / limit p50)",
-			  o.transport, o.servers, (unsigned long long)o.table_rows);
+	if (bench_cluster_threads(cl) < o.servers * o.server_threads)
+		fprintf(stderr, "rdps bench pull: %u server thread(s) asked, %u seen (the %s transport "
+			"grants fewer)\n", o.servers * o.server_threads, bench_cluster_threads(cl),
+			o.transport);
+	bench_table_title("pull latency, %s, %u server(s) of %u thread(s), table rows %llu (us; ratio = p50 / limit p50)",
+			  o.transport, o.servers, o.server_threads, (unsigned long long)o.table_rows);
 	bench_table_row("%-9s %-9s %5s %4s %-9s %7s %9s %9s %9s | %-10s %9s %9s %9s | %6s",
 			"transport", "reads", "rows", "dim", "ids", "samples", "p50", "p99", "p99.9",
 			"limit", "p50", "p99", "p99.9", "ratio");
@@ -651,6 +676,7 @@ int rdps_bench_pull(int argc, char **argv)
 					bench_json_str(&j, "transport", o.transport);
 					bench_json_str(&j, "read_consistency", mode_name(o.modes[m]));
 					bench_json_int(&j, "servers", o.servers);
+					bench_json_int(&j, "server_threads", o.server_threads);
 					bench_json_int(&j, "rows", n);
 					bench_json_int(&j, "dim", dim);
 					bench_json_str(&j, "ids", clustered ? "clustered" : "random");
@@ -681,7 +707,8 @@ int rdps_bench_pull(int argc, char **argv)
 				}
 
 	if (o.tput) {
-		bench_table_title("pull throughput, %s, random ids (payload GB/s; ratio = rows/s / limit)",
+		bench_table_title("pull throughput, %s, random ids (payload GB/s; ratio = rows/s / limit; "
+				  "tcp limit: as many ping-pong connections as clients, at once)",
 				  o.transport);
 		bench_table_row("%-9s %-9s %5s %4s %7s %12s %8s | %12s %8s | %6s", "transport", "reads",
 				"rows", "dim", "clients", "rows/s", "GB/s", "limit rows/s", "GB/s",
@@ -689,12 +716,15 @@ int rdps_bench_pull(int argc, char **argv)
 		for (int m = 0; m < o.nmodes; m++)
 			for (int d = 0; d < o.ndims; d++)
 				for (int b = 0; b < o.nbatches; b++)
-					for (int ki = 0; ki < (o.clients > 1 ? 2 : 1); ki++) {
-						uint32_t k = ki ? o.clients : 1;
+					for (int ki = 0; ki <= o.ncounts; ki++) {
+						uint32_t k = ki ? (uint32_t)o.client_counts[ki - 1] : 1;
 						uint32_t n = (uint32_t)o.batches[b], dim = (uint32_t)o.dims[d];
 						double rate, lrate = NAN, lim[3];
 						const char *kind = verbs ? "lat_limit_or_ib_read_bw" : "tcp_pingpong";
 						struct bench_json j;
+
+						if (ki && k == 1)
+							continue; /* measured first */
 
 						for (uint32_t i = 0; i < k; i++)
 							workers[i] = (struct tput_worker){
@@ -736,6 +766,7 @@ int rdps_bench_pull(int argc, char **argv)
 						bench_json_str(&j, "transport", o.transport);
 						bench_json_str(&j, "read_consistency", mode_name(o.modes[m]));
 						bench_json_int(&j, "servers", o.servers);
+						bench_json_int(&j, "server_threads", o.server_threads);
 						bench_json_int(&j, "rows", n);
 						bench_json_int(&j, "dim", dim);
 						bench_json_str(&j, "ids", "random");
@@ -743,6 +774,7 @@ int rdps_bench_pull(int argc, char **argv)
 						bench_json_num(&j, "rows_per_s", rate);
 						bench_json_num(&j, "gb_per_s", rate * dim * 4 / 1e9);
 						bench_json_str(&j, "limit", kind);
+						bench_json_int(&j, "limit_connections", pp ? k : 0);
 						bench_json_num(&j, "limit_rows_per_s", lrate);
 						bench_json_num(&j, "limit_gb_per_s", lrate * dim * 4 / 1e9);
 						bench_json_num(&j, "ratio", bench_ratio(rate, lrate));

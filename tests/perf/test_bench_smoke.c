@@ -117,21 +117,23 @@ Test(bench, pull_tcp)
 {
 	static const char *const lat[] = { "transport", "rows", "dim", "ids", "+p50_us", "+p99_us",
 					   "+p999_us", "+limit_p50_us", "+ratio", NULL };
-	static const char *const tput[] = { "transport", "rows", "dim", "clients", "+rows_per_s",
-					    "+gb_per_s", "+limit_rows_per_s", "+ratio", NULL };
+	static const char *const tput[] = { "transport", "rows", "dim", "+clients", "+server_threads",
+					    "+rows_per_s", "+gb_per_s", "+limit_connections",
+					    "+limit_rows_per_s", "+ratio", NULL };
 	char args[512];
 	int rc;
 
 	snprintf(args, sizeof(args),
 		 "pull --port %d --table-rows 500 --dims 8 --batches 1,16 --seconds 0.05 "
-		 "--tput-seconds 0.05 --iters 200 --clients 2 --cdf '%s/cdf.txt'",
+		 "--tput-seconds 0.05 --iters 200 --clients 2,3 --num_server_threads 2 "
+		 "--cdf '%s/cdf.txt'",
 		 rdps_test_free_ports(2), dir);
 	rc = run_bench(args);
 	if (rc)
 		show_err();
 	cr_assert_eq(rc, 0);
 	cr_expect_eq(check_lines("pull", lat), 4);    /* 2 batches x random/clustered */
-	cr_expect_eq(check_lines("pull_tput", tput), 4); /* 2 batches x 1/2 clients */
+	cr_expect_eq(check_lines("pull_tput", tput), 6); /* 2 batches x 1, 2, 3 clients */
 }
 
 Test(bench, pull_verbs_without_device_is_a_clear_error)
