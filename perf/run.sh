@@ -7,7 +7,7 @@
 #
 #   perf/run.sh [--quick] [--no-guest] [--build DIR] [--data DIR]
 #
-#   --quick     tiny sizes (a minute or two; for trying the pipeline)
+#   --quick     tiny sizes (a few minutes; for trying the pipeline)
 #   --no-guest  skip the verbs part (no qemu guest)
 #   --build DIR build directory (default: $RDPS_BUILD or <repo>/build);
 #               configured and built here if needed
@@ -16,7 +16,8 @@
 # Raw results (JSON lines, the human tables, logs) go to perf/results/; the
 # report is generated from them by perf/report.py (Debian's python3).
 # Needs: gnuplot-nox, perftest, libzmq3-dev, python3, and for the guest what
-# tests/softroce/README.md lists. Takes about 10-13 minutes on a 2-core host.
+# tests/softroce/README.md lists. Takes about 15-18 minutes on a 2-core host
+# (about 11 without the guest); --quick about 3-4.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${RDPS_BUILD:-$ROOT/build}
@@ -29,7 +30,7 @@ while (($#)); do
 	--no-guest) GUEST=0 ;;
 	--build) BUILD=${2:?}; shift ;;
 	--data) DATA=${2:?}; shift ;;
-	-h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "perf/run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -62,41 +63,54 @@ bench() {
 	fi
 }
 
+# Issue 15's settings: pushes of 1000 rows of dim 400 (sgd, row-wise
+# Adagrad; adagrad for comparison) with 1 and 2 server threads; pull
+# throughput with 1, 2, 4, 8 and 16 clients on one server (2 threads: the
+# machine's cores); training at the kernel's settings (TransE_l2 dim 400,
+# neg 200, batch 1024), standalone with the distributed trainers' 2 threads.
 if ((QUICK)); then
-	PULL=(--table-rows 5000 --dims 100,400 --batches 1,16,256 --seconds 0.2 --tput-seconds 0.2)
+	PULL=(--table-rows 5000 --dims 100,400 --batches 1,16,256 --seconds 0.2 --tput-seconds 0.2
+	      --clients 2,4,8,16 --num_server_threads 2)
 	ZMQ=(--table-rows 5000 --dims 100,400 --batches 1,16,256 --seconds 0.2 --tput-seconds 0.2)
-	PUSH=(--table-rows 5000 --batches 256 --seconds 0.3)
+	PUSH=(--table-rows 5000 --dim 400 --batches 1000 --seconds 0.3 --num_server_threads 1,2)
 	LOAD=(--entities 20000 --triples 200000 --reps 1)
 	ROWCHECK=(--rounds 3 --slice-us 500)
-	TRAIN=(--hidden_dim 64 --max_step 100 --log_interval 20 --kernel-seconds 0.3)
+	FMA=(--seconds 0.05 --rounds 3)
+	TRAIN=(--hidden_dim 64 --kernel-dim 64 --max_step 100 --log_interval 20 --kernel-seconds 0.3)
 	CURVE=(--hidden_dim 32 --curve-steps 50,100 --log_interval 10)
 	GUEST_MODE=quick
 else
-	PULL=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 1 --tput-seconds 0.5)
+	PULL=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 1 --tput-seconds 0.5
+	      --clients 2,4,8,16 --num_server_threads 2)
 	ZMQ=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 0.5 --tput-seconds 0.5)
-	PUSH=(--table-rows 100000 --batches 256,1024 --seconds 1.5)
+	PUSH=(--table-rows 100000 --dim 400 --batches 256,1000 --seconds 2 --num_server_threads 1,2)
 	LOAD=(--entities 1000000 --triples 10000000 --reps 7)
 	ROWCHECK=(--rounds 15 --slice-us 2000)
-	TRAIN=(--hidden_dim 400 --max_step 300 --log_interval 50 --kernel-seconds 2)
+	FMA=(--seconds 0.2 --rounds 5)
+	TRAIN=(--hidden_dim 400 --max_step 1500 --log_interval 100 --kernel-seconds 2)
 	CURVE=(--hidden_dim 200 --curve-steps 200,500,1000 --log_interval 50)
 	GUEST_MODE=full
 fi
 rm -f "$RAW/failed.txt"
 LOAD_START=$(cut -d' ' -f1 /proc/loadavg)
 
-bench pull-tcp pull --transport tcp --host 127.0.0.1 --clients 2 --cdf "$RAW/cdf-tcp.txt" "${PULL[@]}"
+bench pull-tcp pull --transport tcp --host 127.0.0.1 --cdf "$RAW/cdf-tcp.txt" "${PULL[@]}"
 bench zmq zmq --host 127.0.0.1 --clients 2 "${ZMQ[@]}"
 bench push push --transport tcp --clients 2 "${PUSH[@]}"
 bench load load --workdir "$DATA/load" "${LOAD[@]}"
 bench rowcheck rowcheck --dims 16,100,400,1000 "${ROWCHECK[@]}"
+bench fma fma "${FMA[@]}"
 
 step "WordNet dataset"
 [[ -f $DATA/wn18/entities.dict ]] || "$RDPS" dataset wordnet "$DATA/wn18" --force >/dev/null 2>&1
-# DGL-KE's wn18 TransE_l2 settings (examples/wn18), shortened.
+# DGL-KE's wn18 TransE_l2 settings (examples/wn18), shortened; the speed runs
+# at the kernel's 200 negatives (issue 15 compares them with it), 2 trainers
+# of 1 thread against standalone with 2; the curve at DGL-KE's 256.
 WN=(--data "$DATA/wn18" --workdir "$DATA/train" --model_name TransE_l2 --gamma 6 --lr 0.1
-    --batch_size 1024 --neg_sample_size 256 --adv --num_thread 2)
-bench train train "${WN[@]}" --phases kernel,standalone,distributed "${TRAIN[@]}"
-bench curve train "${WN[@]}" --phases curve "${CURVE[@]}"
+    --batch_size 1024 --adv)
+bench train train "${WN[@]}" --neg_sample_size 200 --kernel-neg 200 --kernel-batch 1024 \
+	--trainer_threads 1 --num_thread 2 --phases kernel,standalone,distributed "${TRAIN[@]}"
+bench curve train "${WN[@]}" --neg_sample_size 256 --num_thread 2 --phases curve "${CURVE[@]}"
 
 if ((GUEST)); then
 	step "soft-RoCE guest: verbs pulls and pushes, perftest limits on the same rxe device"

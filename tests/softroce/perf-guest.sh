@@ -4,7 +4,10 @@
 # `rdps bench pull` itself on the same rxe device in the same guest, in both
 # read modes; then the same pulls over TCP in the same guest, for comparison;
 # then pushes over verbs (limit: ib_send_bw, measured by `rdps bench push`)
-# and over TCP (limit: a raw TCP stream) in the same guest.
+# and over TCP (limit: a raw TCP stream) in the same guest, with perf/run.sh's
+# push options (issue 15: 1000 rows of dim 400, sgd and row-wise Adagrad, 1
+# and 2 server threads; a transport that grants fewer threads says so in
+# server_threads_seen).
 #
 #   perf-guest.sh BUILD_DIR [quick]
 #
@@ -25,11 +28,13 @@ echo "perf-guest: rxe0 gid index $gid, address $RDPS_GUEST_ADDR, mode $MODE"
 if [[ $MODE == quick ]]; then
 	common=(--table-rows 2000 --dims 16 --batches 1,16 --seconds 0.2 --tput-seconds 0.2
 		--iters 2000 --perftest-iters 100 --clients 2)
-	push=(--table-rows 2000 --dim 16 --batches 16 --seconds 0.2 --optimizers sgd --clients 2)
+	push=(--table-rows 2000 --dim 400 --batches 1000 --seconds 0.2 --optimizers sgd --clients 2
+	      --num_server_threads 1,2)
 else
 	common=(--table-rows 20000 --dims 100,400 --batches 1,16,256,4096 --seconds 1
 		--tput-seconds 0.5 --iters 20000 --perftest-iters 1000 --clients 2)
-	push=(--table-rows 20000 --dim 400 --batches 16,256 --seconds 1 --clients 2)
+	push=(--table-rows 20000 --dim 400 --batches 256,1000 --seconds 1 --clients 2
+	      --optimizers sgd,adagrad_row --num_server_threads 1,2)
 fi
 
 echo "== rdps bench pull over verbs (validated and relaxed reads)"
