@@ -16,8 +16,10 @@
 # Raw results (JSON lines, the human tables, logs) go to perf/results/; the
 # report is generated from them by perf/report.py (Debian's python3).
 # Needs: gnuplot-nox, perftest, libzmq3-dev, python3, and for the guest what
-# tests/softroce/README.md lists. Takes about 15-18 minutes on a 2-core host
-# (about 11 without the guest); --quick about 3-4.
+# tests/softroce/README.md lists. Takes about 11-12 minutes on an idle 2-core
+# host (about 6 here, 5 in the soft-RoCE guest, which boots a qemu TCG
+# guest); longer when other jobs share the cores (the report gives the load
+# average). --quick --no-guest: about a minute once WordNet is downloaded.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${RDPS_BUILD:-$ROOT/build}
