@@ -8,7 +8,9 @@
  *   verbs_client.c     a client connection: one-sided pulls, pushes, flush
  *   verbs_recv_pool.c  the server's shared receive slots and push credits
  *   verbs_server.c     the server: listener, connection requests, async
- *                      events, session teardown, progress
+ *                      events, control connections, thread 0's progress
+ *   verbs_worker.c     a server thread: its own CQ, shared receive queue and
+ *                      sessions, their teardown, its progress
  *   verbs_srv_cq.c     the server's completions, and the credits and
  *                      acknowledgements they make it send
  *   verbs.c            the ops table and what the backend tells its callers
@@ -25,6 +27,7 @@
 #ifndef RDPS_TRANSPORT_VERBS_H
 #define RDPS_TRANSPORT_VERBS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -64,13 +67,16 @@ _Static_assert(VERBS_SIGNAL_EVERY <= VERBS_SQ_DEPTH && VERBS_SIGNAL_EVERY <= VER
 
 /* Server side. */
 #define VERBS_POOL_CHUNK 64            /* slots per registered chunk (4 MiB) */
-#define VERBS_POOL_MIN_SLOTS 256       /* the pool at start (16 MiB) */
+#define VERBS_POOL_MIN_SLOTS 256       /* the pools at start (16 MiB), split among workers */
 #define VERBS_POOL_MAX_SLOTS 8192      /* at most (512 MiB), and the device's max_srq_wr */
 #define VERBS_SHARE_TARGET 8           /* the pool grows to keep this many credits per session */
 #define VERBS_SHARE_MAX 32             /* credits one session holds at most */
 #define VERBS_SRV_SQ_DEPTH 16          /* a session's server send queue (credits, acks) */
 #define VERBS_SRV_SIGNAL_EVERY 8
-#define VERBS_MAX_SESSIONS 1024        /* queue pairs per server (sizes the CQ) */
+#define VERBS_MAX_SESSIONS 1024        /* queue pairs per server, split among workers (sizes the CQs) */
+#define VERBS_MAX_THREADS 64           /* server progress threads (workers) */
+#define VERBS_DRAIN_BATCH 256          /* completions a worker handles per hold of its lock */
+#define VERBS_ROUND_BATCHES 4          /* ... and such batches per progress round */
 #define VERBS_DRAIN_MS 2000            /* teardown waits this long for LAST_WQE_REACHED */
 /* progress() polls the CQ this long before sleeping on the completion
  * channel; RDPS_VERBS_BUSY_POLL_US overrides it (0: never spin). */
@@ -283,14 +289,35 @@ int verbs_pool_return(struct verbs_recv_pool *pool, struct verbs_credits *c, boo
 void verbs_pool_release(struct verbs_recv_pool *pool, struct verbs_credits *c);
 
 /* ---------------------------------------------------------------------- */
-/* verbs_server.c and verbs_srv_cq.c                                      */
+/* verbs_server.c, verbs_worker.c and verbs_srv_cq.c                      */
 
-enum { SS_CONNECTING, SS_LIVE, SS_CLOSING };
+/*
+ * Server threads (rdps server --num_server_threads N). Each of the N
+ * progress threads runs one worker: its own completion queue, completion
+ * channel and shared receive queue (its own pool of slots and credits),
+ * and the sessions the listener gave it (the least busy worker takes each
+ * new one), so a worker applies its sessions' pushes without meeting the
+ * others: the shards' row stripes keep one writer per row.
+ *
+ * Thread 0 also serves the listener (rdma_cm events), the control
+ * connections (tcp.c, run as one worker there) and the device's async
+ * events; what it does to a worker's sessions (admit one, start a
+ * teardown) it does under that worker's lock, which the worker holds
+ * while it handles a bounded batch of completions. Only thread 0 destroys
+ * rdma_cm ids and queue pairs (rdma_destroy_id waits for the listener's
+ * events of the id to be acknowledged, which thread 0 does), and only it
+ * closes control connections: a worker asks for both through its dead list
+ * and the session's close_control flag.
+ */
+enum { SS_CONNECTING, SS_LIVE, SS_CLOSING, SS_DEAD };
+
+struct verbs_worker;
 
 struct verbs_session {
+	struct verbs_worker *w;    /* the worker that serves it (fixed) */
 	struct rdma_cm_id *id;
 	uint32_t qp_num;
-	uint32_t index;            /* in vs->sessions */
+	uint32_t index;            /* in w->sessions */
 	uint16_t gen;              /* of that index, in send wr_ids */
 	int state;                 /* SS_* */
 	uint32_t client_id, num_clients;
@@ -302,20 +329,16 @@ struct verbs_session {
 	uint64_t sq_posted, sq_done;
 	bool drain_ready;          /* LAST_WQE_REACHED seen, or its wait ran out */
 	uint64_t drain_deadline;
+	bool close_control;        /* its control connection is to be closed (thread 0) */
+	struct verbs_session *next_dead; /* on w->dead once reaped */
 };
 
-struct verbs_server {
-	struct rdps_tserver base;
-	struct rdps_tserver *tcp;      /* handshake, barrier, stats, shutdown */
-	struct rdps_listen_params p;
-	struct rdps_region regions[RDPS_MAX_TABLES];
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listen_id;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
+struct verbs_worker {
+	struct verbs_server *vs;
+	uint32_t index;                /* progress thread */
+	pthread_mutex_t lock;          /* all below, and the sessions' state */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
-	struct ibv_mr *mrs[RDPS_MAX_TABLES];
 	struct verbs_recv_pool pool;
 	struct verbs_session **sessions; /* by index, NULL where free */
 	uint16_t *gens;                /* per index: bumped when freed */
@@ -327,37 +350,83 @@ struct verbs_server {
 	uint64_t orphans;              /* completions of unknown queue pairs */
 	uint64_t srq_low_logged_ns;
 	bool grow_failed_logged;
-	int fatal;                     /* a device or queue error: progress fails */
-	uint64_t busy_poll_ns;         /* spin on the CQ this long before sleeping */
+	struct verbs_session *dead;    /* reaped, for thread 0 to destroy */
+	/* for stats and the listener's choice, read without the lock */
+	uint32_t pub_slots, pub_posted, pub_live;
 };
 
-/* Starts the teardown of a session (verbs_server.c); its control
- * connection is closed too unless it is the reason. Idempotent. */
-void verbs_session_close(struct verbs_server *vs, struct verbs_session *ss, const char *why,
+struct verbs_server {
+	struct rdps_tserver base;
+	struct rdps_tserver *tcp;      /* handshake, barrier, stats, shutdown */
+	struct rdps_listen_params p;
+	struct rdps_region regions[RDPS_MAX_TABLES];
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen_id;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mrs[RDPS_MAX_TABLES];
+	struct verbs_worker *workers;
+	uint32_t nworkers;
+	int kick_fd;                   /* eventfd: wakes thread 0 (control closes) */
+	int ctl_close_pending;         /* a session asks for close_control (atomic) */
+	int fatal;                     /* a device or queue error: progress fails (atomic) */
+	uint64_t busy_poll_ns;         /* spin on a CQ this long before sleeping */
+};
+
+/* Starts the teardown of a session (under w->lock); its control
+ * connection is closed too (by thread 0) unless it is the reason.
+ * Idempotent. */
+void verbs_session_close(struct verbs_worker *w, struct verbs_session *ss, const char *why,
 			 bool close_control);
-/* Sessions the pool is shared by: those connected, or the largest job size
- * they declared if more (every client of the job will come). */
-uint32_t verbs_srv_sharers(const struct verbs_server *vs);
-/* Enters an accepted session into the table and gives it its first
+/* Sessions the worker's pool is shared by: those connected, or its part
+ * of the largest job size they declared if more (every client of the job
+ * will come, and the listener spreads them evenly). */
+uint32_t verbs_srv_sharers(const struct verbs_worker *w);
+/* The worker's part of a job of num_clients sessions. */
+uint32_t verbs_srv_job_part(const struct verbs_worker *w, uint32_t num_clients);
+/* Enters an accepted session into w's table and gives it its first
  * credits (the fair share, as far as free ones go): they travel in the
  * connection reply. Returns them (verbs_srv_cq.c). */
-uint32_t verbs_srv_admit(struct verbs_server *vs, struct verbs_session *ss);
-/* Handles one completion (verbs_srv_cq.c). */
-void verbs_srv_completion(struct verbs_server *vs, const struct ibv_wc *wc);
-/* Polls the CQ until it is empty; completions handled, or -EIO. */
-int verbs_srv_drain_cq(struct verbs_server *vs);
-/* Polls the CQ until completions come (handles them all, returns how
- * many) or budget_ns passes (0); -EIO on a failed poll. Polls once at
- * least. */
-int verbs_srv_busy_poll(struct verbs_server *vs, uint64_t budget_ns);
+uint32_t verbs_srv_admit(struct verbs_worker *w, struct verbs_session *ss);
+/* Handles one completion of w's CQ (verbs_srv_cq.c). */
+void verbs_srv_completion(struct verbs_worker *w, const struct ibv_wc *wc);
+/* Polls w's CQ until it is found empty or max completions were handled;
+ * returns how many, or -EIO. *empty: found empty, so every completion that
+ * was in it when this began has been handled. */
+int verbs_srv_drain_cq(struct verbs_worker *w, int max, bool *empty);
+/* Gives free credits to sessions below their share and sends what each is
+ * owed (credits, flush acknowledgements). */
+void verbs_srv_regrant(struct verbs_worker *w);
 /* The busy-poll budget: RDPS_VERBS_BUSY_POLL_US if set (0 to
  * VERBS_BUSY_POLL_MAX_US; else a warning and the default), or
  * VERBS_BUSY_POLL_US. */
 uint64_t verbs_srv_busy_poll_ns(void);
-/* Gives free credits to sessions below their share and sends what each is
- * owed (credits, flush acknowledgements). */
-void verbs_srv_regrant(struct verbs_server *vs);
 
+/* verbs_worker.c */
+/* Creates worker index's queues, sized from what the device allows. */
+int verbs_worker_init(struct verbs_server *vs, struct verbs_worker *w, uint32_t index,
+		      char *err, size_t errlen);
+/* Frees what verbs_worker_init made, and its sessions (no thread runs). */
+void verbs_worker_fini(struct verbs_worker *w);
+/* One round of w's completions: busy-polls up to budget_ns, else sleeps up
+ * to timeout_ms on its completion channel (unless sleep is false: thread 0
+ * sleeps in its own poll), then handles completions in batches, frees the
+ * drained sessions and regrants. Returns completions handled or -errno. */
+int verbs_worker_progress(struct verbs_worker *w, int timeout_ms, uint64_t budget_ns,
+			  bool sleep);
+/* Polls the CQ until completions come (handles them all, returns how
+ * many) or budget_ns passes (0); -EIO on a failed poll. Polls once at
+ * least. Takes w->lock. */
+int verbs_srv_busy_poll(struct verbs_worker *w, uint64_t budget_ns);
+/* Publishes w's counts for stats and the listener (under w->lock). */
+void verbs_worker_publish(struct verbs_worker *w);
+/* Sums every worker's published counts into the server's stats. */
+void verbs_server_stats(struct verbs_server *vs);
+/* Every completion of the session's QP has been handled (under w->lock):
+ * its credits go back, its index is free, and it goes on w->dead. */
+void verbs_session_reap(struct verbs_worker *w, struct verbs_session *ss);
+/* A session off w->dead: thread 0 destroys its queue pair and id. */
+void verbs_session_destroy(struct verbs_session *ss);
 
 int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, char *err,
 		 size_t errlen);

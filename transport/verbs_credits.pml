@@ -5,8 +5,11 @@
  * spin/verbs_credits; tests/spin/README.md says how to read a trail).
  *
  * Mirrors transport/verbs_recv_pool.c (slot pool, credit accounting),
- * transport/verbs_srv_cq.c (completions, regrant, credit messages) and
- * transport/verbs_server.c (accept, teardown), step by step:
+ * transport/verbs_srv_cq.c (completions, regrant, credit messages),
+ * transport/verbs_server.c (accept) and transport/verbs_worker.c
+ * (teardown), step by step. With several server threads each has its own
+ * pool and sessions: one instance of this model per thread, its share of
+ * the job being ceil(job size / threads) (the listener balances sessions):
  *   accept()       session_accept -> verbs_srv_admit -> verbs_pool_grant:
  *                  g = min(share, free_credits) promised to the session,
  *                  sent in the connection reply.
@@ -30,7 +33,8 @@
  *                  disconnect, error completion, async QP error): no longer
  *                  LIVE (out of the share), QP to ERROR, wait for
  *                  LAST_WQE_REACHED.
- *   destroy()      reap -> session_free, once LAST_WQE_REACHED came (or its
+ *   destroy()      verbs_session_reap (+ verbs_session_destroy by thread 0),
+ *                  once LAST_WQE_REACHED came (or its
  *                  bounded wait ran out) and a drain of the CQ that started
  *                  after it is done: destroy the QP, verbs_pool_release
  *                  (free_credits += promised), forget the session.

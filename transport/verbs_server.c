@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * verbs backend, server side: the listener, one session (RC queue pair) per
- * client connection, the completion queue they share, async events, and the
- * teardown that gives every receive slot back.
+ * client connection given to the least busy worker (verbs_worker.c), async
+ * events, the control connections, and thread 0's share of the work.
  *
  * Shards are registered remote-read-only and read by clients without this
  * CPU. Pushes arrive in the receive slots of verbs_recv_pool.c; a session may
@@ -14,13 +14,8 @@
  *
  * A session lives exactly as long as its control connection (tcp.c): the
  * queue pair is created with that connection's one-use token and torn down
- * when it closes; when the queue pair fails first, the control connection is
- * closed. Teardown moves the QP to the error state, waits for
- * IBV_EVENT_QP_LAST_WQE_REACHED (after it the QP consumes no more slots of
- * the shared queue and all its completions are in the CQ; providers that
- * never raise it get VERBS_DRAIN_MS), drains the CQ, and only then destroys
- * the QP: mlx5 removes a destroyed QP's completions from the CQ, and slots
- * whose completions vanish would be lost to the pool for good.
+ * (verbs_worker.c) when it closes; when the queue pair fails first, the
+ * control connection is closed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "rdps/common.h"
 #include "tcp.h"
@@ -40,136 +37,138 @@ static inline struct verbs_server *to_verbs_server(struct rdps_tserver *s)
 	return container_of(s, struct verbs_server, base);
 }
 
-static struct verbs_session *session_by_token(struct verbs_server *vs, uint64_t token)
+/* Closes the control connections that workers asked to close
+ * (verbs_session_close), those of sessions still in a table and those of
+ * reaped ones, and destroys the reaped sessions' queue pairs and ids. */
+static void thread0_chores(struct verbs_server *vs)
 {
-	for (uint32_t i = 0; i < vs->hw; i++)
-		if (vs->sessions[i] && vs->sessions[i]->token == token)
-			return vs->sessions[i];
-	return NULL;
-}
+	bool closes = __atomic_exchange_n(&vs->ctl_close_pending, 0, __ATOMIC_ACQ_REL);
+	uint64_t kicks;
 
-static void update_stats(struct verbs_server *vs)
-{
-	struct rdps_server_stats *st = vs->base.stats;
+	if (vs->kick_fd >= 0 && read(vs->kick_fd, &kicks, sizeof(kicks)) < 0)
+		(void)0; /* EAGAIN: no kick */
+	for (uint32_t k = 0; k < vs->nworkers; k++) {
+		struct verbs_worker *w = &vs->workers[k];
+		struct verbs_session *dead;
 
-	if (!st)
-		return;
-	st->recv_slots = vs->pool.nslots;
-	st->recv_posted = vs->pool.posted;
-	st->rdma_sessions = vs->live;
-}
+		pthread_mutex_lock(&w->lock);
+		for (uint32_t i = 0; closes && i < w->hw; i++) {
+			struct verbs_session *ss = w->sessions[i];
 
-/* ---------------------------------------------------------------------- */
-/* Teardown                                                               */
+			if (ss && ss->close_control) {
+				ss->close_control = false;
+				rdps_tcp_session_close(vs->tcp, ss->token);
+			}
+		}
+		dead = w->dead;
+		w->dead = NULL;
+		pthread_mutex_unlock(&w->lock);
+		/* Only this thread destroys ids: rdma_destroy_id waits until
+		 * the listener's events of the id are acknowledged, here. */
+		while (dead) {
+			struct verbs_session *ss = dead;
 
-/* Starts the teardown of a session; its control connection is closed too
- * unless it is the reason. Safe to call more than once. */
-void verbs_session_close(struct verbs_server *vs, struct verbs_session *ss, const char *why,
-			 bool close_control)
-{
-	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
-
-	if (ss->state == SS_CLOSING)
-		return;
-	vs->live--;
-	vs->closing++;
-	ss->state = SS_CLOSING;
-	rdps_info("server %u: client %s: RDMA session closes: %s", vs->p.server_id, ss->peer, why);
-	/* In the error state the QP takes no more slots and flushes what it
-	 * holds; rdma_disconnect also tells a live peer. */
-	if (ss->id->qp)
-		ibv_modify_qp(ss->id->qp, &qa, IBV_QP_STATE);
-	rdma_disconnect(ss->id);
-	ss->drain_deadline = rdps_now_ns() + VERBS_DRAIN_MS * 1000000ull;
-	if (close_control)
-		rdps_tcp_session_close(vs->tcp, ss->token);
-}
-
-/* The last step: every completion of the QP has been handled. */
-static void session_free(struct verbs_server *vs, struct verbs_session *ss)
-{
-	if (ss->state == SS_CLOSING)
-		vs->closing--;
-	else
-		vs->live--;
-	if (ss->id) {
-		if (ss->id->qp)
-			rdma_destroy_qp(ss->id);
-		rdma_destroy_id(ss->id);
+			dead = ss->next_dead;
+			if (ss->close_control)
+				rdps_tcp_session_close(vs->tcp, ss->token);
+			verbs_session_destroy(ss);
+		}
 	}
-	verbs_pool_release(&vs->pool, &ss->cr);
-	vs->sessions[ss->index] = NULL;
-	vs->gens[ss->index]++;
-	while (vs->hw && !vs->sessions[vs->hw - 1])
-		vs->hw--;
-	free(ss);
 }
 
-/* The control connection of a session closed (tcp.c's hook). */
+/* The control connection of a session closed (tcp.c's hook, thread 0). */
 static void control_closed(void *ctx, uint64_t token)
 {
 	struct verbs_server *vs = ctx;
-	struct verbs_session *ss = session_by_token(vs, token);
 
-	if (ss)
-		verbs_session_close(vs, ss, "its control connection closed", false);
-}
+	for (uint32_t k = 0; k < vs->nworkers; k++) {
+		struct verbs_worker *w = &vs->workers[k];
+		bool found = false;
 
-/* Frees the sessions whose completions are all handled. Call right after a
- * verbs_srv_drain_cq() that started after their drain_ready was set. */
-static void reap(struct verbs_server *vs, bool *ready)
-{
-	for (uint32_t i = 0; i < vs->hw; i++) {
-		struct verbs_session *ss = vs->sessions[i];
+		pthread_mutex_lock(&w->lock);
+		for (uint32_t i = 0; i < w->hw && !found; i++) {
+			struct verbs_session *ss = w->sessions[i];
 
-		if (ss && ss->state == SS_CLOSING && ready[i])
-			session_free(vs, ss);
+			if (ss && ss->token == token) {
+				verbs_session_close(w, ss, "its control connection closed", false);
+				found = true;
+			}
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (found)
+			return;
 	}
 }
 
 /* ---------------------------------------------------------------------- */
 /* Async events                                                           */
 
-static void on_async(struct verbs_server *vs, const struct ibv_async_event *ev)
+/* A queue pair's event: its session's teardown, under its worker's lock. */
+static void on_qp_event(struct verbs_server *vs, const struct ibv_async_event *ev)
 {
-	struct verbs_session *ss = NULL;
 	char why[128];
 
+	for (uint32_t k = 0; k < vs->nworkers; k++) {
+		struct verbs_worker *w = &vs->workers[k];
+		struct verbs_session *ss = NULL;
+
+		pthread_mutex_lock(&w->lock);
+		for (uint32_t i = 0; i < w->hw && !ss; i++)
+			if (w->sessions[i] && w->sessions[i]->id->qp == ev->element.qp)
+				ss = w->sessions[i];
+		if (ss && ev->event_type == IBV_EVENT_QP_LAST_WQE_REACHED) {
+			/* Raised once the QP is in the error state, which we
+			 * put it in, or a failure did. */
+			verbs_session_close(w, ss, "its queue pair failed", true);
+			ss->drain_ready = true;
+		} else if (ss) {
+			snprintf(why, sizeof(why), "queue pair error: %s",
+				 ibv_event_type_str(ev->event_type));
+			verbs_session_close(w, ss, why, true);
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (ss)
+			return;
+	}
+	/* else another queue pair of this process */
+}
+
+static void on_srq_limit(struct verbs_server *vs, const struct ibv_async_event *ev)
+{
+	for (uint32_t k = 0; k < vs->nworkers; k++) {
+		struct verbs_worker *w = &vs->workers[k];
+		struct ibv_srq_attr a;
+
+		if (w->pool.srq != ev->element.srq)
+			continue;
+		pthread_mutex_lock(&w->lock);
+		/* Pushes arrive faster than this thread applies them: clients
+		 * wait for credits. Informative; logged at most every 10 s. */
+		if (rdps_now_ns() - w->srq_low_logged_ns > 10000000000ull) {
+			w->srq_low_logged_ns = rdps_now_ns();
+			rdps_info("server %u: receive buffers ran low on thread %u (%u of %u posted): "
+				  "pushes arrive faster than it applies them", vs->p.server_id, k,
+				  w->pool.posted, w->pool.nslots);
+		}
+		a = (struct ibv_srq_attr){ .srq_limit = w->pool.nslots / 8 };
+		ibv_modify_srq(w->pool.srq, &a, IBV_SRQ_LIMIT);
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
+}
+
+static void on_async(struct verbs_server *vs, const struct ibv_async_event *ev)
+{
 	switch (ev->event_type) {
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
 	case IBV_EVENT_PATH_MIG_ERR:
-		for (uint32_t i = 0; i < vs->hw && !ss; i++)
-			if (vs->sessions[i] && vs->sessions[i]->id->qp == ev->element.qp)
-				ss = vs->sessions[i];
-		if (!ss)
-			return; /* another queue pair of this process */
-		if (ev->event_type == IBV_EVENT_QP_LAST_WQE_REACHED) {
-			/* Raised once the QP is in the error state, which we
-			 * put it in, or a failure did. */
-			verbs_session_close(vs, ss, "its queue pair failed", true);
-			ss->drain_ready = true;
-			return;
-		}
-		snprintf(why, sizeof(why), "queue pair error: %s", ibv_event_type_str(ev->event_type));
-		verbs_session_close(vs, ss, why, true);
+		on_qp_event(vs, ev);
 		return;
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		/* Pushes arrive faster than this server applies them: clients
-		 * wait for credits. Informative; logged at most every 10 s. */
-		if (rdps_now_ns() - vs->srq_low_logged_ns > 10000000000ull) {
-			vs->srq_low_logged_ns = rdps_now_ns();
-			rdps_info("server %u: receive buffers ran low (%u of %u posted): pushes arrive "
-				  "faster than this server applies them", vs->p.server_id,
-				  vs->pool.posted, vs->pool.nslots);
-		}
-		{
-			struct ibv_srq_attr a = { .srq_limit = vs->pool.nslots / 8 };
-
-			ibv_modify_srq(vs->pool.srq, &a, IBV_SRQ_LIMIT);
-		}
+		on_srq_limit(vs, ev);
 		return;
 	case IBV_EVENT_PORT_ERR:
 		rdps_warn("server %u: port %d of RDMA device %s is down: clients over RDMA cannot reach "
@@ -185,7 +184,7 @@ static void on_async(struct verbs_server *vs, const struct ibv_async_event *ev)
 	case IBV_EVENT_DEVICE_FATAL:
 		rdps_err("server %u: RDMA device %s: %s; the server cannot go on", vs->p.server_id,
 			 ibv_get_device_name(vs->ctx->device), ibv_event_type_str(ev->event_type));
-		vs->fatal = -EIO;
+		__atomic_store_n(&vs->fatal, -EIO, __ATOMIC_RELAXED);
 		return;
 	default:
 		rdps_dbg("server %u: RDMA device %s: %s", vs->p.server_id,
@@ -227,12 +226,118 @@ static void reject(struct verbs_server *vs, struct rdma_cm_id *id, const char *h
 	rdma_reject(id, &rep, sizeof(rep));
 }
 
-static int session_index(struct verbs_server *vs)
+static int session_index(const struct verbs_worker *w)
 {
-	for (uint32_t i = 0; i < vs->max_sessions; i++)
-		if (!vs->sessions[i])
+	for (uint32_t i = 0; i < w->max_sessions; i++)
+		if (!w->sessions[i])
 			return (int)i;
 	return -1;
+}
+
+/* The worker with the fewest live sessions (the first of them). */
+static struct verbs_worker *least_busy(struct verbs_server *vs)
+{
+	struct verbs_worker *best = &vs->workers[0];
+	uint32_t fewest = __atomic_load_n(&best->pub_live, __ATOMIC_RELAXED);
+
+	for (uint32_t k = 1; k < vs->nworkers; k++) {
+		uint32_t live = __atomic_load_n(&vs->workers[k].pub_live, __ATOMIC_RELAXED);
+
+		if (live < fewest) {
+			fewest = live;
+			best = &vs->workers[k];
+		}
+	}
+	return best;
+}
+
+/* Creates the session's QP on w's queues, admits it and accepts the
+ * request, under w's lock. Returns true if the id was rejected. */
+static bool session_admit(struct verbs_server *vs, struct verbs_worker *w,
+			  struct rdma_cm_event *ev, struct verbs_session *ss, const char *host,
+			  struct rdma_conn_param *cp, struct verbs_cm_rep *rep)
+{
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC, .srq = w->pool.srq, .send_cq = w->cq, .recv_cq = w->cq,
+		.cap = { .max_send_wr = VERBS_SRV_SQ_DEPTH, .max_send_sge = 1 },
+	};
+	uint32_t sharers, want, part = verbs_srv_job_part(w, ss->num_clients);
+	char why[160];
+	int idx, ret;
+
+	/* Every client of the job needs one credit at least, for good. */
+	if (part > w->pool.max_slots) {
+		snprintf(why, sizeof(why), "client %u: a job of %u clients needs a receive buffer "
+			 "each, and the RDMA device's shared receive queues hold %u for each of "
+			 "%u server threads", ss->client_id, ss->num_clients, w->pool.max_slots,
+			 vs->nworkers);
+		reject(vs, ev->id, host, EUSERS, why);
+		return true;
+	}
+	idx = session_index(w);
+	if (idx < 0) {
+		snprintf(why, sizeof(why), "client %u: all %u RDMA sessions of server thread %u "
+			 "are in use", ss->client_id, w->max_sessions, w->index);
+		reject(vs, ev->id, host, EUSERS, why);
+		return true;
+	}
+	ss->w = w;
+	ss->index = (uint32_t)idx;
+	ss->gen = w->gens[idx];
+	if (rdma_create_qp(ev->id, vs->pd, &qa)) {
+		snprintf(why, sizeof(why), "client %u: cannot create a queue pair: %s",
+			 ss->client_id, strerror(errno));
+		reject(vs, ev->id, host, ENOMEM, why);
+		return true;
+	}
+	ss->id = ev->id;
+	ss->qp_num = ev->id->qp->qp_num;
+	ev->id->context = ss;
+	/* Keep VERBS_SHARE_TARGET credits for every session this worker will
+	 * serve while its pool may grow; and whatever the others hold, a new
+	 * session gets its share at once: closing sessions keep theirs until
+	 * each is drained (up to VERBS_DRAIN_MS where the provider never says
+	 * LAST_WQE_REACHED, as rxe does not for a peer that died), and sessions
+	 * idle at a barrier keep theirs, while the newcomer may have to push
+	 * before it can get there. */
+	sharers = verbs_srv_sharers(w);
+	if (sharers < w->live + 1)
+		sharers = w->live + 1;
+	if (sharers < part)
+		sharers = part;
+	want = sharers * VERBS_SHARE_TARGET;
+	for (int step = 0; step < 2; step++) {
+		if (w->pool.nslots < want) {
+			ret = verbs_pool_grow(&w->pool, want, why, sizeof(why));
+			if (ret && !w->grow_failed_logged) {
+				w->grow_failed_logged = true;
+				rdps_warn("server %u: the receive pool of thread %u stays at %u buffers "
+					  "for %u clients: %s", vs->p.server_id, w->index,
+					  w->pool.nslots, sharers, why);
+			}
+		}
+		/* Then one chunk more (more than any share) if the free ones
+		 * fall short of the newcomer's share. */
+		if (w->pool.free_credits >= verbs_pool_share(&w->pool, sharers))
+			break;
+		want = w->pool.nslots + 1;
+	}
+	/* What the fair share allows now; the rest follows as credit messages
+	 * once other sessions return theirs. */
+	rep->credits = verbs_srv_admit(w, ss);
+	if (rdma_accept(ev->id, cp)) {
+		rdps_warn("server %u: client %s: accept failed: %s", vs->p.server_id, ss->peer,
+			  strerror(errno));
+		/* The caller destroys the id after the ack; nothing was
+		 * received on the QP. */
+		rdma_destroy_qp(ev->id);
+		ev->id->context = NULL;
+		ss->id = NULL;
+		verbs_session_reap(w, ss); /* thread 0 frees it */
+		return true;
+	}
+	verbs_worker_publish(w);
+	return false;
 }
 
 /* Returns true if the event's id was rejected and must be destroyed once
@@ -241,10 +346,6 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 {
 	struct verbs_cm_req req;
 	struct verbs_cm_rep rep = { VERBS_CM_MAGIC, 0 };
-	struct ibv_qp_init_attr qa = {
-		.qp_type = IBV_QPT_RC, .srq = vs->pool.srq, .send_cq = vs->cq, .recv_cq = vs->cq,
-		.cap = { .max_send_wr = VERBS_SRV_SQ_DEPTH, .max_send_sge = 1 },
-	};
 	/* In a connect request the remote's values arrive swapped:
 	 * responder_resources here is the client's initiator depth, the number
 	 * of READs it wants in flight against us. Zero would stall every READ. */
@@ -255,9 +356,11 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	uint8_t mac[VERBS_QP_MAC_LEN];
 	struct ibv_device_attr da;
 	struct verbs_session *ss;
+	struct verbs_worker *w;
 	char host[64] = "?", why[160];
-	uint32_t num_clients, sharers;
-	int idx, ret;
+	uint32_t num_clients;
+	bool rejected;
+	int ret;
 
 	if (sa && sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
@@ -292,23 +395,6 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 		reject(vs, ev->id, host, -ret, why);
 		return true;
 	}
-	/* Every client of the job needs one credit at least, for good. */
-	if (num_clients > vs->pool.max_slots) {
-		snprintf(why, sizeof(why), "client %u: a job of %u clients needs a receive buffer "
-			 "each, and the RDMA device's shared receive queue holds %u", req.client_id,
-			 num_clients, vs->pool.max_slots);
-		reject(vs, ev->id, host, EUSERS, why);
-		rdps_tcp_session_close(vs->tcp, req.session);
-		return true;
-	}
-	idx = session_index(vs);
-	if (idx < 0) {
-		snprintf(why, sizeof(why), "client %u: all %u RDMA sessions are in use",
-			 req.client_id, vs->max_sessions);
-		reject(vs, ev->id, host, EUSERS, why);
-		rdps_tcp_session_close(vs->tcp, req.session);
-		return true;
-	}
 	if (!cp.responder_resources)
 		cp.responder_resources = VERBS_INITIATOR_DEPTH;
 	if (!ibv_query_device(ev->id->verbs, &da) && da.max_qp_rd_atom > 0 &&
@@ -323,51 +409,20 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	ss->client_id = req.client_id;
 	ss->num_clients = num_clients;
 	ss->token = req.session;
-	ss->index = (uint32_t)idx;
-	ss->gen = vs->gens[idx];
 	snprintf(ss->peer, sizeof(ss->peer), "%s (client %u, verbs)", host, req.client_id);
-	if (rdma_create_qp(ev->id, vs->pd, &qa)) {
-		snprintf(why, sizeof(why), "client %u: cannot create a queue pair: %s",
-			 req.client_id, strerror(errno));
-		reject(vs, ev->id, host, ENOMEM, why);
+	w = least_busy(vs);
+	pthread_mutex_lock(&w->lock);
+	rejected = session_admit(vs, w, ev, ss, host, &cp, &rep);
+	if (!rejected)
+		rdps_dbg("server %u: client %s: RDMA session on thread %u, %u credits (pool %u)",
+			 vs->p.server_id, ss->peer, w->index, rep.credits, w->pool.nslots);
+	pthread_mutex_unlock(&w->lock);
+	if (rejected) {
 		rdps_tcp_session_close(vs->tcp, req.session);
-		free(ss);
-		return true;
+		if (!ss->w)
+			free(ss); /* else on the worker's dead list */
 	}
-	ss->id = ev->id;
-	ss->qp_num = ev->id->qp->qp_num;
-	ev->id->context = ss;
-	/* Keep VERBS_SHARE_TARGET credits for every client of the job (and
-	 * every session, if more) while the pool may grow. */
-	sharers = verbs_srv_sharers(vs);
-	if (sharers < vs->live + 1)
-		sharers = vs->live + 1;
-	if (sharers < num_clients)
-		sharers = num_clients;
-	if (vs->pool.nslots < sharers * VERBS_SHARE_TARGET) {
-		ret = verbs_pool_grow(&vs->pool, sharers * VERBS_SHARE_TARGET, why, sizeof(why));
-		if (ret && !vs->grow_failed_logged) {
-			vs->grow_failed_logged = true;
-			rdps_warn("server %u: the receive pool stays at %u buffers for %u clients: %s",
-				  vs->p.server_id, vs->pool.nslots, sharers, why);
-		}
-	}
-	/* What the fair share allows now; the rest follows as credit messages
-	 * once other sessions return theirs. */
-	rep.credits = verbs_srv_admit(vs, ss);
-	if (rdma_accept(ev->id, &cp)) {
-		rdps_warn("server %u: client %s: accept failed: %s", vs->p.server_id, ss->peer,
-			  strerror(errno));
-		/* The caller destroys the id after the ack; nothing was
-		 * received on the QP. */
-		rdma_destroy_qp(ev->id);
-		ev->id->context = NULL;
-		ss->id = NULL;
-		session_free(vs, ss);
-		rdps_tcp_session_close(vs->tcp, req.session);
-		return true;
-	}
-	return false;
+	return rejected;
 }
 
 static int handle_cm(struct verbs_server *vs)
@@ -390,9 +445,15 @@ static int handle_cm(struct verbs_server *vs)
 				rdma_destroy_id(id);
 			continue;
 		}
+		/* ss is valid until this thread destroys it (thread0_chores),
+		 * its state is its worker's: dead once reaped. */
 		case RDMA_CM_EVENT_ESTABLISHED:
-			if (ss && ss->state == SS_CONNECTING)
-				ss->state = SS_LIVE;
+			if (ss) {
+				pthread_mutex_lock(&ss->w->lock);
+				if (ss->state == SS_CONNECTING)
+					ss->state = SS_LIVE;
+				pthread_mutex_unlock(&ss->w->lock);
+			}
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_CONNECT_ERROR:
@@ -400,12 +461,14 @@ static int handle_cm(struct verbs_server *vs)
 		case RDMA_CM_EVENT_REJECTED:
 			if (ss) {
 				snprintf(why, sizeof(why), "rdma_cm: %s", rdma_event_str(ev->event));
-				verbs_session_close(vs, ss, why, true);
+				pthread_mutex_lock(&ss->w->lock);
+				verbs_session_close(ss->w, ss, why, true);
+				pthread_mutex_unlock(&ss->w->lock);
 			}
 			break;
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
 			rdps_err("server %u: the RDMA device was removed", vs->p.server_id);
-			vs->fatal = -ENODEV;
+			__atomic_store_n(&vs->fatal, -ENODEV, __ATOMIC_RELAXED);
 			break;
 		default:
 			break;
@@ -418,27 +481,32 @@ static int handle_cm(struct verbs_server *vs)
 /* ---------------------------------------------------------------------- */
 /* Progress                                                               */
 
-int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
+/* Thread 0: the listener, the control connections, async events, the
+ * chores workers leave it, and its own worker, all in one poll. */
+static int progress_thread0(struct verbs_server *vs, int timeout_ms)
 {
-	struct verbs_server *vs = to_verbs_server(s);
-	struct pollfd pfd[4] = {
+	struct verbs_worker *w = &vs->workers[0];
+	struct pollfd pfd[5] = {
 		{ .fd = rdps_tcp_server_fd(vs->tcp), .events = POLLIN },
 		{ .fd = vs->ch->fd, .events = POLLIN },
-		{ .fd = vs->cc->fd, .events = POLLIN },
+		{ .fd = w->cc->fd, .events = POLLIN },
 		{ .fd = vs->ctx->async_fd, .events = POLLIN },
+		{ .fd = vs->kick_fd, .events = POLLIN },
 	};
-	bool ready[VERBS_MAX_SESSIONS];
-	uint64_t now;
 	int n = 0, ret;
 
-	vs->tcp->stats = s->stats;
-	/* A session waiting for its drain must not sleep past its deadline. */
-	if (vs->closing && timeout_ms > 50)
-		timeout_ms = 50;
+	vs->tcp->stats = vs->base.stats;
+	/* Sessions waiting for their drain must not wait past the deadline. */
+	for (uint32_t k = 0; k < vs->nworkers && timeout_ms > 50; k++) {
+		pthread_mutex_lock(&vs->workers[k].lock);
+		if (vs->workers[k].closing || vs->workers[k].dead)
+			timeout_ms = 50;
+		pthread_mutex_unlock(&vs->workers[k].lock);
+	}
 	/* Under load completions come back to back: spin a bounded time
 	 * before paying a wakeup through the completion channel. */
 	if (vs->busy_poll_ns && timeout_ms) {
-		ret = verbs_srv_busy_poll(vs, vs->busy_poll_ns);
+		ret = verbs_srv_busy_poll(w, vs->busy_poll_ns);
 		if (ret < 0)
 			return ret;
 		if (ret) {
@@ -446,7 +514,7 @@ int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 			timeout_ms = 0;
 		}
 	}
-	if (poll(pfd, 4, timeout_ms) < 0 && errno != EINTR)
+	if (poll(pfd, 5, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	if (pfd[0].revents) {
 		ret = vs->tcp->ops->progress(vs->tcp, 0, 0);
@@ -458,32 +526,32 @@ int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 		n += handle_cm(vs);
 	if (pfd[3].revents)
 		handle_async(vs);
-	if (pfd[2].revents) {
-		struct ibv_cq *cq;
-		void *ctx;
-
-		if (!ibv_get_cq_event(vs->cc, &cq, &ctx))
-			ibv_ack_cq_events(cq, 1);
-		/* Re-arm before draining so no completion goes unnoticed. */
-		ibv_req_notify_cq(vs->cq, 0);
-	}
-	/* Which closing sessions may go: decided before the drain, so every
-	 * completion they had is handled by it. */
-	now = rdps_now_ns();
-	for (uint32_t i = 0; i < vs->hw; i++) {
-		struct verbs_session *ss = vs->sessions[i];
-
-		ready[i] = ss && ss->state == SS_CLOSING &&
-			   (ss->drain_ready || now >= ss->drain_deadline);
-	}
-	ret = verbs_srv_drain_cq(vs);
+	ret = verbs_worker_progress(w, 0, 0, false);
 	if (ret < 0)
 		return ret;
 	n += ret;
-	reap(vs, ready);
-	verbs_srv_regrant(vs);
-	update_stats(vs);
-	return vs->fatal ? vs->fatal : n;
+	thread0_chores(vs);
+	verbs_server_stats(vs);
+	return n;
+}
+
+int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
+{
+	struct verbs_server *vs = to_verbs_server(s);
+	int ret;
+
+	if (thread >= vs->nworkers)
+		return -EINVAL;
+	if (thread == 0) {
+		ret = progress_thread0(vs, timeout_ms);
+	} else {
+		ret = verbs_worker_progress(&vs->workers[thread], timeout_ms, vs->busy_poll_ns,
+					    true);
+		verbs_server_stats(vs);
+	}
+	if (ret >= 0 && (ret = __atomic_load_n(&vs->fatal, __ATOMIC_RELAXED)))
+		return ret;
+	return ret;
 }
 
 int verbs_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
@@ -505,82 +573,38 @@ void verbs_destroy(struct rdps_tserver *s, int timeout_ms)
 		rdps_tcp_set_session_hook(vs->tcp, NULL, NULL);
 		vs->tcp->ops->destroy(vs->tcp, timeout_ms);
 	}
-	/* Everything goes: no slot needs to survive, no drain is needed. */
-	for (uint32_t i = 0; vs->sessions && i < vs->hw; i++)
-		if (vs->sessions[i]) {
-			rdma_disconnect(vs->sessions[i]->id);
-			session_free(vs, vs->sessions[i]);
-		}
-	verbs_pool_destroy(&vs->pool);
+	/* No progress thread runs any more. */
+	for (uint32_t k = 0; vs->workers && k < vs->nworkers; k++)
+		verbs_worker_fini(&vs->workers[k]);
+	free(vs->workers);
 	for (uint32_t t = 0; t < RDPS_MAX_TABLES; t++)
 		if (vs->mrs[t])
 			ibv_dereg_mr(vs->mrs[t]);
-	if (vs->cq)
-		ibv_destroy_cq(vs->cq);
-	if (vs->cc)
-		ibv_destroy_comp_channel(vs->cc);
+	if (vs->kick_fd >= 0)
+		close(vs->kick_fd);
 	if (vs->pd)
 		ibv_dealloc_pd(vs->pd);
 	if (vs->listen_id)
 		rdma_destroy_id(vs->listen_id);
 	if (vs->ch)
 		rdma_destroy_event_channel(vs->ch);
-	free(vs->sessions);
-	free(vs->gens);
 	free(vs);
 }
 
-/* Sizes the queues from what the device allows. */
-static int create_queues(struct verbs_server *vs, char *err, size_t errlen)
+/* One worker per progress thread, each with its own queues. */
+static int create_workers(struct verbs_server *vs, uint32_t n, char *err, size_t errlen)
 {
-	struct ibv_device_attr da;
-	uint32_t max_slots = VERBS_POOL_MAX_SLOTS, cqe;
-	int ret;
-
-	if (ibv_query_device(vs->ctx, &da)) {
-		ret = -errno;
-		snprintf(err, errlen, "querying the RDMA device failed: %s", strerror(-ret));
-		return ret;
-	}
-	if (da.max_srq_wr > 0 && (uint32_t)da.max_srq_wr - 1 < max_slots)
-		max_slots = (uint32_t)da.max_srq_wr - 1;
-	if (max_slots < VERBS_POOL_MIN_SLOTS) {
-		snprintf(err, errlen, "the RDMA device's shared receive queues hold %d buffers, "
-			 "rdps needs %d", da.max_srq_wr, VERBS_POOL_MIN_SLOTS);
-		return -ENOTSUP;
-	}
-	/* Room for every receive slot and every session's send queue: the
-	 * CQ can never overrun, even when all of them flush at once. */
-	vs->max_sessions = VERBS_MAX_SESSIONS;
-	cqe = max_slots + vs->max_sessions * VERBS_SRV_SQ_DEPTH;
-	if (da.max_cqe > 0 && cqe > (uint32_t)da.max_cqe) {
-		cqe = (uint32_t)da.max_cqe;
-		vs->max_sessions = (cqe - max_slots) / VERBS_SRV_SQ_DEPTH;
-	}
-	vs->sessions = calloc(vs->max_sessions, sizeof(*vs->sessions));
-	vs->gens = calloc(vs->max_sessions, sizeof(*vs->gens));
-	if (!vs->sessions || !vs->gens)
+	vs->workers = calloc(n, sizeof(*vs->workers));
+	if (!vs->workers)
 		return -ENOMEM;
-	vs->cc = ibv_create_comp_channel(vs->ctx);
-	if (!vs->cc || verbs_set_nonblock(vs->cc->fd))
-		return -errno;
-	vs->cq = ibv_create_cq(vs->ctx, (int)cqe, NULL, vs->cc, 0);
-	if (!vs->cq || ibv_req_notify_cq(vs->cq, 0)) {
-		ret = -errno;
-		snprintf(err, errlen, "creating the completion queue (%u entries) failed: %s", cqe,
-			 strerror(-ret));
-		return ret;
-	}
-	ret = verbs_pool_create(&vs->pool, vs->pd, max_slots, err, errlen);
-	if (!ret)
-		ret = verbs_pool_grow(&vs->pool, VERBS_POOL_MIN_SLOTS, err, errlen);
-	if (!ret) {
-		struct ibv_srq_attr a = { .srq_limit = vs->pool.nslots / 8 };
+	vs->nworkers = n;
+	for (uint32_t k = 0; k < n; k++) {
+		int ret = verbs_worker_init(vs, &vs->workers[k], k, err, errlen);
 
-		/* Armed once; SRQ_LIMIT_REACHED says the server is behind. */
-		ibv_modify_srq(vs->pool.srq, &a, IBV_SRQ_LIMIT);
+		if (ret)
+			return ret;
 	}
-	return ret;
+	return 0;
 }
 
 int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, char *err,
@@ -588,6 +612,7 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 {
 	struct rdps_listen_params lp = *p;
 	struct verbs_server *vs;
+	uint32_t nthreads;
 	int ret;
 
 	*out = NULL;
@@ -598,8 +623,13 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	if (!vs)
 		return -ENOMEM;
 	vs->base.ops = rdps_transport_verbs();
-	/* One thread polls the completion queue and the control connections. */
-	vs->base.num_threads = vs->base.progress_threads = 1;
+	vs->kick_fd = -1;
+	/* Each thread polls its own completion queue; thread 0 also the
+	 * listener and the control connections. */
+	nthreads = p->num_threads ? p->num_threads : 1;
+	if (nthreads > VERBS_MAX_THREADS)
+		nthreads = VERBS_MAX_THREADS;
+	vs->base.num_threads = vs->base.progress_threads = nthreads;
 	vs->p = *p;
 	vs->busy_poll_ns = verbs_srv_busy_poll_ns();
 	memcpy(vs->regions, p->regions, p->num_regions * sizeof(*p->regions));
@@ -629,7 +659,12 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 		vs->regions[t].desc.remote_addr = (uintptr_t)vs->regions[t].base;
 		vs->regions[t].desc.rkey = vs->mrs[t]->rkey;
 	}
-	ret = create_queues(vs, err, errlen);
+	vs->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (vs->kick_fd < 0) {
+		ret = -errno;
+		goto err_destroy;
+	}
+	ret = create_workers(vs, nthreads, err, errlen);
 	if (ret)
 		goto err_destroy;
 	if (rdma_listen(vs->listen_id, 128)) {
@@ -643,7 +678,7 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	if (ret)
 		goto err_destroy;
 	rdps_tcp_set_session_hook(vs->tcp, control_closed, vs);
-	update_stats(vs);
+	verbs_server_stats(vs);
 	*out = &vs->base;
 	return 0;
 

@@ -19,22 +19,22 @@
 
 /* Sessions are few (one per client): a scan costs less than applying one
  * push message. */
-static struct verbs_session *session_by_qp_num(struct verbs_server *vs, uint32_t qp_num)
+static struct verbs_session *session_by_qp_num(struct verbs_worker *w, uint32_t qp_num)
 {
-	for (uint32_t i = 0; i < vs->hw; i++)
-		if (vs->sessions[i] && vs->sessions[i]->qp_num == qp_num)
-			return vs->sessions[i];
+	for (uint32_t i = 0; i < w->hw; i++)
+		if (w->sessions[i] && w->sessions[i]->qp_num == qp_num)
+			return w->sessions[i];
 	return NULL;
 }
 
 /* The session a send completion belongs to, if it still exists. */
-static struct verbs_session *session_by_send(struct verbs_server *vs, uint64_t wr_id,
+static struct verbs_session *session_by_send(struct verbs_worker *w, uint64_t wr_id,
 					     uint64_t *seq)
 {
 	uint64_t v = WR_SEQ(wr_id);
 	uint32_t idx = (uint32_t)(v >> 24) & 0xffffu;
 	uint16_t gen = (uint16_t)(v >> 40);
-	struct verbs_session *ss = idx < vs->hw ? vs->sessions[idx] : NULL;
+	struct verbs_session *ss = idx < w->hw ? w->sessions[idx] : NULL;
 
 	if (!ss || ss->gen != gen)
 		return NULL;
@@ -43,29 +43,42 @@ static struct verbs_session *session_by_send(struct verbs_server *vs, uint64_t w
 	return ss;
 }
 
-uint32_t verbs_srv_sharers(const struct verbs_server *vs)
+uint32_t verbs_srv_job_part(const struct verbs_worker *w, uint32_t num_clients)
 {
-	uint32_t n = vs->live;
+	uint32_t nw = w->vs && w->vs->nworkers ? w->vs->nworkers : 1;
 
-	for (uint32_t i = 0; i < vs->hw; i++) {
-		const struct verbs_session *ss = vs->sessions[i];
+	/* The listener gives each new session to the worker with the fewest:
+	 * while the job's sessions are all live, none has more than this. */
+	return (num_clients + nw - 1) / nw;
+}
 
-		if (ss && ss->state != SS_CLOSING && ss->num_clients > n)
-			n = ss->num_clients;
+uint32_t verbs_srv_sharers(const struct verbs_worker *w)
+{
+	uint32_t n = w->live;
+
+	for (uint32_t i = 0; i < w->hw; i++) {
+		const struct verbs_session *ss = w->sessions[i];
+		uint32_t part;
+
+		if (!ss || ss->state >= SS_CLOSING)
+			continue;
+		part = verbs_srv_job_part(w, ss->num_clients);
+		if (part > n)
+			n = part;
 	}
 	return n;
 }
 
-uint32_t verbs_srv_admit(struct verbs_server *vs, struct verbs_session *ss)
+uint32_t verbs_srv_admit(struct verbs_worker *w, struct verbs_session *ss)
 {
 	uint32_t credits;
 
-	vs->sessions[ss->index] = ss;
-	if (ss->index >= vs->hw)
-		vs->hw = ss->index + 1;
-	vs->live++;
-	credits = verbs_pool_grant(&vs->pool, &ss->cr,
-				   verbs_pool_share(&vs->pool, verbs_srv_sharers(vs)));
+	w->sessions[ss->index] = ss;
+	if (ss->index >= w->hw)
+		w->hw = ss->index + 1;
+	w->live++;
+	credits = verbs_pool_grant(&w->pool, &ss->cr,
+				   verbs_pool_share(&w->pool, verbs_srv_sharers(w)));
 	ss->cr.owed = 0; /* they travel in the connection reply */
 	return credits;
 }
@@ -73,7 +86,7 @@ uint32_t verbs_srv_admit(struct verbs_server *vs, struct verbs_session *ss)
 /* ---------------------------------------------------------------------- */
 /* Sends to a client: credits and flush acknowledgements                  */
 
-static int post_imm(struct verbs_server *vs, struct verbs_session *ss, uint32_t imm)
+static int post_imm(struct verbs_session *ss, uint32_t imm)
 {
 	uint64_t seq = ss->sq_posted + 1;
 	struct ibv_send_wr wr = {
@@ -95,11 +108,11 @@ static int post_imm(struct verbs_server *vs, struct verbs_session *ss, uint32_t 
 
 /* Sends what the session is owed: flush acknowledgements at once, credits
  * once they are worth a message or the client has none left. */
-static void session_send(struct verbs_server *vs, struct verbs_session *ss, uint32_t share)
+static void session_send(struct verbs_worker *w, struct verbs_session *ss, uint32_t share)
 {
 	uint32_t batch = share / 2 ? share / 2 : 1;
 
-	while (ss->state != SS_CLOSING) {
+	while (ss->state < SS_CLOSING) {
 		/* The client holds no credit and has no message on the way
 		 * exactly when all it was promised is still owed. */
 		bool starving = ss->cr.owed && ss->cr.owed == ss->cr.promised;
@@ -113,12 +126,12 @@ static void session_send(struct verbs_server *vs, struct verbs_session *ss, uint
 			return; /* sent when send completions free room */
 		imm = ss->acks_owed ? IMM_MAKE(IMM_FLUSH_ACK, credits, ss->failed)
 				    : IMM_MAKE(IMM_CREDIT, credits, 0);
-		ret = post_imm(vs, ss, imm);
+		ret = post_imm(ss, imm);
 		if (ret) {
 			char why[128];
 
 			snprintf(why, sizeof(why), "cannot send to it: %s", strerror(-ret));
-			verbs_session_close(vs, ss, why, true);
+			verbs_session_close(w, ss, why, true);
 			return;
 		}
 		ss->cr.owed -= credits;
@@ -130,24 +143,23 @@ static void session_send(struct verbs_server *vs, struct verbs_session *ss, uint
 }
 
 /* Gives free credits to sessions below their share, round robin. */
-void verbs_srv_regrant(struct verbs_server *vs)
+void verbs_srv_regrant(struct verbs_worker *w)
 {
-	uint32_t share = verbs_pool_share(&vs->pool, verbs_srv_sharers(vs));
-
+	uint32_t share = verbs_pool_share(&w->pool, verbs_srv_sharers(w));
 	bool ran_out = false;
 
-	for (uint32_t k = 0; k < vs->hw; k++) {
-		uint32_t i = (vs->regrant_from + k) % vs->hw;
-		struct verbs_session *ss = vs->sessions[i];
+	for (uint32_t k = 0; k < w->hw; k++) {
+		uint32_t i = (w->regrant_from + k) % w->hw;
+		struct verbs_session *ss = w->sessions[i];
 
-		if (!ss || ss->state == SS_CLOSING)
+		if (!ss || ss->state >= SS_CLOSING)
 			continue;
-		verbs_pool_grant(&vs->pool, &ss->cr, share);
+		verbs_pool_grant(&w->pool, &ss->cr, share);
 		/* Acknowledgements go out even when no credit is left. */
-		session_send(vs, ss, share);
-		if (!vs->pool.free_credits && !ran_out) {
+		session_send(w, ss, share);
+		if (!w->pool.free_credits && !ran_out) {
 			ran_out = true;
-			vs->regrant_from = i + 1; /* next time, the others first */
+			w->regrant_from = i + 1; /* next time, the others first */
 		}
 	}
 }
@@ -156,9 +168,10 @@ void verbs_srv_regrant(struct verbs_server *vs)
 /* Completions                                                            */
 
 /* One received message: apply it through the core's handler. */
-static void handle_msg(struct verbs_server *vs, struct verbs_session *ss, const char *buf,
+static void handle_msg(struct verbs_worker *w, struct verbs_session *ss, const char *buf,
 		       uint32_t len)
 {
+	struct verbs_server *vs = w->vs;
 	struct verbs_msg_hdr h;
 	char why[256] = "";
 	struct rdps_request req = { .client_id = ss->client_id, .num_clients = ss->num_clients,
@@ -213,27 +226,28 @@ refused:
 		  why[0] ? why : rdps_strerror(ret));
 }
 
-static void on_recv(struct verbs_server *vs, const struct ibv_wc *wc)
+static void on_recv(struct verbs_worker *w, const struct ibv_wc *wc)
 {
+	struct verbs_server *vs = w->vs;
 	uint32_t slot = (uint32_t)WR_SEQ(wc->wr_id);
-	struct verbs_session *ss = session_by_qp_num(vs, wc->qp_num);
+	struct verbs_session *ss = session_by_qp_num(w, wc->qp_num);
 	bool reposted;
 	int ret;
 
-	if (verbs_pool_taken(&vs->pool, slot)) {
+	if (verbs_pool_taken(&w->pool, slot)) {
 		/* Never post it again: it may be on the queue already. */
 		rdps_err("server %u: completion of receive slot %u that is not posted (ignored)",
 			 vs->p.server_id, slot);
 		return;
 	}
 	if (wc->status == IBV_WC_SUCCESS && ss)
-		handle_msg(vs, ss, verbs_pool_buf(&vs->pool, slot), wc->byte_len);
+		handle_msg(w, ss, verbs_pool_buf(&w->pool, slot), wc->byte_len);
 	else if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
 		rdps_warn("server %u: client %s: a receive failed: %s (vendor error 0x%x)",
 			  vs->p.server_id, ss ? ss->peer : "?", ibv_wc_status_str(wc->status),
 			  wc->vendor_err);
 	/* The slot goes back to the shared queue in every case. */
-	ret = verbs_pool_post(&vs->pool, slot);
+	ret = verbs_pool_post(&w->pool, slot);
 	reposted = !ret;
 	if (ret)
 		rdps_err("server %u: cannot post receive slot %u again: %s", vs->p.server_id, slot,
@@ -242,21 +256,21 @@ static void on_recv(struct verbs_server *vs, const struct ibv_wc *wc)
 		/* Of a session already released (its drain missed this): its
 		 * credits, this one included, went back then, so the counts
 		 * only agree again now that the slot is posted. */
-		if (!vs->orphans++)
+		if (!w->orphans++)
 			rdps_warn("server %u: receive completion of an unknown queue pair %u",
 				  vs->p.server_id, wc->qp_num);
 		return;
 	}
-	if (verbs_pool_return(&vs->pool, &ss->cr, reposted))
-		verbs_session_close(vs, ss, "it sent more messages than it had credits for", true);
+	if (verbs_pool_return(&w->pool, &ss->cr, reposted))
+		verbs_session_close(w, ss, "it sent more messages than it had credits for", true);
 	else if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
-		verbs_session_close(vs, ss, "a receive from it failed", true);
+		verbs_session_close(w, ss, "a receive from it failed", true);
 }
 
-static void on_send(struct verbs_server *vs, const struct ibv_wc *wc)
+static void on_send(struct verbs_worker *w, const struct ibv_wc *wc)
 {
 	uint64_t seq;
-	struct verbs_session *ss = session_by_send(vs, wc->wr_id, &seq);
+	struct verbs_session *ss = session_by_send(w, wc->wr_id, &seq);
 
 	if (!ss)
 		return; /* of a session freed meanwhile */
@@ -267,60 +281,47 @@ static void on_send(struct verbs_server *vs, const struct ibv_wc *wc)
 
 		snprintf(why, sizeof(why), "a send to it failed: %s (vendor error 0x%x)",
 			 ibv_wc_status_str(wc->status), wc->vendor_err);
-		verbs_session_close(vs, ss, why, true);
+		verbs_session_close(w, ss, why, true);
 	}
 }
 
-void verbs_srv_completion(struct verbs_server *vs, const struct ibv_wc *wc)
+void verbs_srv_completion(struct verbs_worker *w, const struct ibv_wc *wc)
 {
 	switch (WR_KIND(wc->wr_id)) {
 	case WR_SRV_RECV:
-		on_recv(vs, wc);
+		on_recv(w, wc);
 		break;
 	case WR_SRV_SEND:
-		on_send(vs, wc);
+		on_send(w, wc);
 		break;
 	default:
 		rdps_err("server %u: completion of an unknown work request 0x%llx",
-			 vs->p.server_id, (unsigned long long)wc->wr_id);
+			 w->vs->p.server_id, (unsigned long long)wc->wr_id);
 	}
 }
 
-/* Polls the CQ until it is empty. Returns completions handled. */
-int verbs_srv_drain_cq(struct verbs_server *vs)
+int verbs_srv_drain_cq(struct verbs_worker *w, int max, bool *empty)
 {
 	struct ibv_wc wc[32];
 	int n, total = 0;
 
-	while ((n = ibv_poll_cq(vs->cq, 32, wc)) > 0) {
+	*empty = false;
+	do {
+		n = ibv_poll_cq(w->cq, 32, wc);
+		if (n < 0) {
+			rdps_err("server %u: polling the completion queue of thread %u failed",
+				 w->vs->p.server_id, w->index);
+			return -EIO;
+		}
 		for (int i = 0; i < n; i++)
-			verbs_srv_completion(vs, &wc[i]);
+			verbs_srv_completion(w, &wc[i]);
 		total += n;
-	}
-	if (n < 0) {
-		rdps_err("server %u: polling the completion queue failed", vs->p.server_id);
-		return -EIO;
-	}
+		/* Fewer than asked: the CQ was empty at that moment, so every
+		 * completion that was in it before has been handled (it is a
+		 * queue), even if new ones come in meanwhile. */
+		*empty = n < 32;
+	} while (!*empty && total < max);
 	return total;
-}
-
-
-int verbs_srv_busy_poll(struct verbs_server *vs, uint64_t budget_ns)
-{
-	uint64_t end = rdps_now_ns() + budget_ns;
-
-	for (unsigned spins = 1;; spins++) {
-		int n = verbs_srv_drain_cq(vs);
-
-		if (n)
-			return n;
-		/* An empty poll costs little next to the clock: look at it
-		 * now and then. */
-		if (spins % 16 == 0 && rdps_now_ns() >= end)
-			return 0;
-		if (!budget_ns)
-			return 0;
-	}
 }
 
 uint64_t verbs_srv_busy_poll_ns(void)

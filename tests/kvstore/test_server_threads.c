@@ -10,6 +10,10 @@
  * one stripe at the same moment (the race the stripes resolve happened),
  * and the server's count of rows pushed while the checkpoint was written
  * shows that pushes did not wait for it.
+ *
+ * Over verbs (each server thread its own completion queue and receive
+ * queue) the tests run where RDPS_TEST_TRANSPORTS names verbs, on the
+ * device address RDPS_TEST_HOST: in the soft-RoCE guest (verbs.sh).
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -49,6 +53,24 @@ struct pusher {
 	uint32_t id;
 };
 
+/* rdma_cm needs a device's address. */
+static const char *test_host(void)
+{
+	const char *h = getenv("RDPS_TEST_HOST");
+
+	return h && *h ? h : "127.0.0.1";
+}
+
+/* Verbs tests run only where RDPS_TEST_TRANSPORTS names verbs. */
+static void need_verbs(void)
+{
+	const char *t = getenv("RDPS_TEST_TRANSPORTS");
+
+	if (!t || !strstr(t, "verbs"))
+		cr_skip_test("over verbs only where RDPS_TEST_TRANSPORTS names it (the soft-RoCE "
+			     "guest)");
+}
+
 static void *serve(void *arg)
 {
 	rdps_server_run(arg);
@@ -65,7 +87,7 @@ static void job_start(struct job *j, const char *transport, uint64_t rows, uint3
 	j->transport = transport;
 	j->num_rows = rows;
 	j->dim = dim;
-	snprintf(text, sizeof(text), "127.0.0.1 %d\n", rdps_test_free_ports(1));
+	snprintf(text, sizeof(text), "%s %d\n", test_host(), rdps_test_free_ports(1));
 	cr_assert_eq(rdps_ipconfig_parse("t", text, &j->ipc, err, sizeof(err)), 0);
 	/* SGD with lr 1 and gradients of -1: a push adds exactly 1 to its rows. */
 	cfg.tables[0] = (struct rdps_server_table_config){ .name = "entity", .num_rows = rows,
@@ -225,6 +247,12 @@ Test(server_threads, inproc_four_threads_eight_clients_exact_sums)
 	exact_sums("inproc");
 }
 
+Test(server_threads, verbs_four_threads_eight_clients_exact_sums)
+{
+	need_verbs();
+	exact_sums("verbs");
+}
+
 #define CK_ROWS 200000
 #define CK_DIM 16
 #define CK_PUSHERS 4
@@ -234,7 +262,7 @@ Test(server_threads, inproc_four_threads_eight_clients_exact_sums)
  * row is whole (every element the same count of pushes: no push half in
  * it), and the total lies between the rows pushed before the request and
  * after the reply. */
-Test(server_threads, checkpoint_while_pushing_holds_each_row_as_of_one_moment)
+static void checkpoint_while_pushing(const char *transport)
 {
 	/* A small window: a client goes on pushing only while the server applies. */
 	struct job j = { .num_clients = CK_PUSHERS, .batch = 256, .inflight = CK_WINDOW };
@@ -253,7 +281,7 @@ Test(server_threads, checkpoint_while_pushing_holds_each_row_as_of_one_moment)
 	int tries;
 
 	cr_assert(dir);
-	job_start(&j, "tcp", CK_ROWS, CK_DIM, dir);
+	job_start(&j, transport, CK_ROWS, CK_DIM, dir);
 	start_pushers(&j, th, p, CK_PUSHERS);
 	/* Every pusher connected (one per server thread) before the observer:
 	 * its thread, which takes the checkpoint request, serves a pusher. */
@@ -313,9 +341,9 @@ Test(server_threads, checkpoint_while_pushing_holds_each_row_as_of_one_moment)
 		  "the checkpoint holds %llu row updates, not within the %llu pushed before the "
 		  "request and the %llu after its reply", (unsigned long long)total,
 		  (unsigned long long)before.rows_pushed, (unsigned long long)after.rows_pushed);
-	cr_log_info("checkpoint of %d rows: %llu row updates in it, %llu pushed before, %llu "
+	cr_log_info("%s: checkpoint of %d rows: %llu row updates in it, %llu pushed before, %llu "
 		    "after, %llu while it was written; each client pushed %llu rows or more "
-		    "meanwhile", CK_ROWS, (unsigned long long)total,
+		    "meanwhile", transport, CK_ROWS, (unsigned long long)total,
 		    (unsigned long long)before.rows_pushed, (unsigned long long)after.rows_pushed,
 		    (unsigned long long)during, (unsigned long long)least);
 	free(rows);
@@ -324,4 +352,15 @@ Test(server_threads, checkpoint_while_pushing_holds_each_row_as_of_one_moment)
 	job_stop(&j);
 	rdps_test_rmtree(dir);
 	free(dir);
+}
+
+Test(server_threads, checkpoint_while_pushing_holds_each_row_as_of_one_moment)
+{
+	checkpoint_while_pushing("tcp");
+}
+
+Test(server_threads, verbs_checkpoint_while_pushing_holds_each_row_as_of_one_moment)
+{
+	need_verbs();
+	checkpoint_while_pushing("verbs");
 }

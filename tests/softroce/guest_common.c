@@ -23,22 +23,25 @@ const char *guest_host(void)
 void guest_server_start(struct guest_server *gs, uint32_t rows, uint32_t dim,
 			const char *secret)
 {
-	char text[128], table[64];
+	char text[128], table[64], threads[16];
+	const char *nthreads = getenv("RDPS_TEST_SERVER_THREADS");
 	char *argv[] = { RDPS_BIN, "server", "--ip_config", NULL, "--server_id", "0",
 			 "--transport", "verbs", "--table", table, "--optimizer", "sgd",
-			 "--lr", "1", "--init", "zeros", NULL, NULL, NULL };
+			 "--lr", "1", "--init", "zeros", "--num_server_threads", threads,
+			 NULL, NULL, NULL };
 
 	memset(gs, 0, sizeof(*gs));
 	gs->port = rdps_test_free_ports(1);
 	gs->dir = rdps_test_tmpdir("guest");
 	snprintf(text, sizeof(text), "%s %d\n", guest_host(), gs->port);
 	snprintf(table, sizeof(table), "entity:%u:%u", rows, dim);
+	snprintf(threads, sizeof(threads), "%s", nthreads && *nthreads ? nthreads : "1");
 	gs->ipc = rdps_test_write(gs->dir, "ip_config.txt", text);
 	argv[3] = gs->ipc;
 	if (secret) {
 		gs->secret_path = rdps_test_write(gs->dir, "secret", secret);
-		argv[16] = "--secret-file";
-		argv[17] = gs->secret_path;
+		argv[18] = "--secret-file";
+		argv[19] = gs->secret_path;
 	}
 	cr_assert(asprintf(&gs->log, "%s/server.log", gs->dir) > 0);
 	gs->pid = rdps_test_spawn(argv, gs->log);
@@ -53,6 +56,12 @@ void guest_server_stop(struct guest_server *gs)
 		kill(gs->pid, SIGCONT);
 		kill(gs->pid, SIGTERM);
 		rdps_test_wait(gs->pid, 20000, &st);
+	}
+	if (getenv("RDPS_TEST_DUMP_LOG") && gs->log) {
+		char *t = rdps_test_slurp(gs->log);
+
+		fprintf(stderr, "SERVERLOG %s\n", t ? t : "");
+		free(t);
 	}
 	if (gs->dir)
 		rdps_test_rmtree(gs->dir);

@@ -19,7 +19,8 @@ struct guest_server {
 const char *guest_host(void);
 
 /* Starts `rdps server` over verbs with one table entity:rows:dim (SGD, lr
- * 1, zeros: every push of -1 adds exactly 1) and waits for its port.
+ * 1, zeros: every push of -1 adds exactly 1) and waits for its port; with
+ * RDPS_TEST_SERVER_THREADS server threads (default 1).
  * secret: NULL or the shared secret's text. */
 void guest_server_start(struct guest_server *gs, uint32_t rows, uint32_t dim,
 			const char *secret);

@@ -24,6 +24,10 @@ echo "== session binding: one-use tokens, queue pairs live and die with their co
 tests/softroce_guest_sessions --jobs 1 --verbose
 echo "== scale: 64 client connections on one server; clients killed with pushes in flight"
 tests/softroce_guest_scale --jobs 1 --verbose
+echo "== scale again, the server in 4 threads (each its own CQ, receive queue and credits)"
+RDPS_TEST_SERVER_THREADS=4 tests/softroce_guest_scale --jobs 1 --verbose
+echo "== server threads over verbs: 8 clients through 4 threads, a checkpoint while they push"
+RDPS_TEST_TRANSPORTS=verbs tests/kvstore_test_server_threads --jobs 1 --verbose --filter 'server_threads/verbs*'
 echo "== integration suite over verbs (one host)"
 RDPS_TEST_TRANSPORTS=verbs tests/integration_test_cluster --jobs 1 --verbose
 echo "== load and faults over verbs: 8 clients, a server killed and restarted from its checkpoint"
@@ -47,7 +51,7 @@ cmp "\$d/out-tcp/kg_TransE_l2_relation.npy" "\$d/out-verbs/kg_TransE_l2_relation
 echo "deterministic: tcp and verbs embeddings are bit-identical (\$(stat -c %s "\$d/out-tcp/kg_TransE_l2_entity.npy") bytes)"
 SCRIPT
 bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 1000 || rc=1
-grep -hE "Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ|faults test|64 clients|10 kills" "$OUT/single/a.log" || true
+grep -hE "Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ|faults test|64 clients|10 kills|server threads|stripe waits|checkpoint of" "$OUT/single/a.log" || true
 
 # Must match the arguments test_cluster.c gives its own servers.
 PORT=$((30000 + RANDOM % 20000))

@@ -99,6 +99,7 @@ static struct verbs_session sess[MAX_SESS];
 static struct verbs_session *table[MAX_SESS];
 static uint16_t gens[MAX_SESS];
 static struct verbs_server vs;
+static struct verbs_worker w; /* the server's one worker */
 static char *slot_mem;
 
 /* What the server core did with the messages it was handed. */
@@ -121,13 +122,19 @@ static void setup(void)
 {
 	memset(&m, 0, sizeof(m));
 	memset(&vs, 0, sizeof(vs));
+	memset(&w, 0, sizeof(w));
+	w.vs = &vs;
+	vs.workers = &w;
+	vs.nworkers = 1;
+	vs.kick_fd = -1;
+	pthread_mutex_init(&w.lock, NULL);
 	memset(applied, 0, sizeof(applied));
 	memset(flushes, 0, sizeof(flushes));
 	applied_sum = 0;
 	ctx.ops.post_srq_recv = model_post_srq_recv;
 	ctx.ops.post_send = model_post_send;
 	ctx.ops.poll_cq = model_poll_cq;
-	vs.cq = &srv_cq;
+	w.cq = &srv_cq;
 	srq.context = &ctx;
 	mr.lkey = 1;
 	slot_mem = aligned_alloc(4096, (size_t)SLOTS * VERBS_MSG_SIZE);
@@ -139,29 +146,29 @@ static void setup(void)
 	vs.regions[0].desc.hi = 1000;
 	vs.regions[0].desc.num_rows = 1000;
 	vs.p.regions = vs.regions;
-	vs.sessions = table;
-	vs.gens = gens;
-	vs.max_sessions = MAX_SESS;
+	w.sessions = table;
+	w.gens = gens;
+	w.max_sessions = MAX_SESS;
 	memset(table, 0, sizeof(table));
 	/* The pool of verbs_pool_create/grow, over the model's queue. */
-	vs.pool.srq = &srq;
-	vs.pool.max_slots = SLOTS;
-	vs.pool.slot_posted = calloc(SLOTS, 1);
-	vs.pool.chunks = calloc(SLOTS / VERBS_POOL_CHUNK, sizeof(*vs.pool.chunks));
+	w.pool.srq = &srq;
+	w.pool.max_slots = SLOTS;
+	w.pool.slot_posted = calloc(SLOTS, 1);
+	w.pool.chunks = calloc(SLOTS / VERBS_POOL_CHUNK, sizeof(*w.pool.chunks));
 	for (uint32_t c = 0; c < SLOTS / VERBS_POOL_CHUNK; c++)
-		vs.pool.chunks[c] = (struct verbs_chunk){
+		w.pool.chunks[c] = (struct verbs_chunk){
 			slot_mem + (size_t)c * VERBS_POOL_CHUNK * VERBS_MSG_SIZE, &mr };
-	vs.pool.nslots = SLOTS;
+	w.pool.nslots = SLOTS;
 	for (uint32_t s = 0; s < SLOTS; s++) {
-		cr_assert_eq(verbs_pool_post(&vs.pool, s), 0);
-		vs.pool.free_credits++;
+		cr_assert_eq(verbs_pool_post(&w.pool, s), 0);
+		w.pool.free_credits++;
 	}
 }
 
 static void teardown(void)
 {
-	free(vs.pool.slot_posted);
-	free(vs.pool.chunks);
+	free(w.pool.slot_posted);
+	free(w.pool.chunks);
 	free(slot_mem);
 }
 
@@ -179,7 +186,7 @@ static uint32_t admit(uint32_t i)
 	sess[i].num_clients = MAX_SESS;
 	sess[i].state = SS_LIVE;
 	snprintf(sess[i].peer, sizeof(sess[i].peer), "model client %u", i);
-	return verbs_srv_admit(&vs, &sess[i]);
+	return verbs_srv_admit(&w, &sess[i]);
 }
 
 /* A message from client i lands in the slot at the head of the SRQ. */
@@ -197,7 +204,7 @@ static uint32_t arrive(uint32_t i, uint32_t type, uint32_t rows)
 	slot = m.fifo[m.head++ % (SLOTS * 4)];
 	cr_assert_eq(m.on_queue[slot], 1);
 	m.on_queue[slot]--;
-	p = verbs_pool_buf(&vs.pool, slot);
+	p = verbs_pool_buf(&w.pool, slot);
 	if (type == RDPS_REQ_PUSH) {
 		h.len = (uint32_t)(sizeof(wr) + rows * 8 + rows * DIM * 4);
 		memcpy(p + sizeof(h), &wr, sizeof(wr));
@@ -221,7 +228,7 @@ static struct ibv_wc recv_wc(uint32_t i, uint32_t slot, enum ibv_wc_status st,
 {
 	struct verbs_msg_hdr h;
 
-	memcpy(&h, verbs_pool_buf(&vs.pool, slot), sizeof(h));
+	memcpy(&h, verbs_pool_buf(&w.pool, slot), sizeof(h));
 	return (struct ibv_wc){ .wr_id = WR_ID(WR_SRV_RECV, slot), .status = st,
 				.opcode = opcode, .qp_num = 100 + i,
 				.byte_len = (uint32_t)sizeof(h) + h.len };
@@ -232,14 +239,14 @@ static void check_conserved_inflight(uint32_t inflight)
 {
 	uint32_t promised = 0;
 
-	for (uint32_t i = 0; i < vs.hw; i++)
+	for (uint32_t i = 0; i < w.hw; i++)
 		if (table[i])
 			promised += table[i]->cr.promised;
-	cr_assert_eq(vs.pool.promised, promised);
-	cr_assert_eq(vs.pool.free_credits + vs.pool.promised, vs.pool.posted,
+	cr_assert_eq(w.pool.promised, promised);
+	cr_assert_eq(w.pool.free_credits + w.pool.promised, w.pool.posted,
 		     "credits (%u free + %u promised) differ from slots posted (%u)",
-		     vs.pool.free_credits, vs.pool.promised, vs.pool.posted);
-	cr_assert_eq(vs.pool.posted, m.tail - m.head + inflight);
+		     w.pool.free_credits, w.pool.promised, w.pool.posted);
+	cr_assert_eq(w.pool.posted, m.tail - m.head + inflight);
 }
 
 static void check_conserved(void)
@@ -268,9 +275,9 @@ Test(verbs_cq, failed_completions_are_classified_by_wr_id_not_opcode)
 	for (uint32_t k = 0; k < n; k++) {
 		struct ibv_wc wc = recv_wc(0, slots[k], IBV_WC_SUCCESS, IBV_WC_RECV);
 
-		verbs_srv_completion(&vs, &wc);
+		verbs_srv_completion(&w, &wc);
 	}
-	verbs_srv_regrant(&vs);
+	verbs_srv_regrant(&w);
 	cr_assert_eq(applied[0], 5 * n);
 	/* Over half a share came back: the server sent it as a credit message. */
 	cr_assert_gt(m.nsent[0], 0, "no credit message after %u credits came back", n);
@@ -280,20 +287,20 @@ Test(verbs_cq, failed_completions_are_classified_by_wr_id_not_opcode)
 		uint32_t slot = arrive(0, RDPS_REQ_PUSH, 5);
 		struct ibv_wc wc = recv_wc(0, slot, IBV_WC_WR_FLUSH_ERR, IBV_WC_SEND);
 
-		verbs_srv_completion(&vs, &wc);
+		verbs_srv_completion(&w, &wc);
 	}
 	for (uint32_t k = 0; k < m.nsent[0]; k++) {
 		struct ibv_wc wc = { .wr_id = m.sent_wr[0][k], .status = IBV_WC_WR_FLUSH_ERR,
 				     .opcode = IBV_WC_RECV, .qp_num = 100 };
 
-		verbs_srv_completion(&vs, &wc);
+		verbs_srv_completion(&w, &wc);
 	}
 	cr_assert_eq(m.double_posts, 0, "%d slot(s) posted twice: two receives share a buffer",
 		     m.double_posts);
-	cr_assert_eq(vs.pool.double_posts, 0, "%llu completion(s) taken for a posted slot",
-		     (unsigned long long)vs.pool.double_posts);
+	cr_assert_eq(w.pool.double_posts, 0, "%llu completion(s) taken for a posted slot",
+		     (unsigned long long)w.pool.double_posts);
 	cr_assert_eq(applied[0], 5 * n, "the flushed push must not be applied");
-	cr_assert_eq(vs.pool.posted, SLOTS, "%u of %u slots posted", vs.pool.posted, SLOTS);
+	cr_assert_eq(w.pool.posted, SLOTS, "%u of %u slots posted", w.pool.posted, SLOTS);
 	check_conserved();
 }
 
@@ -346,10 +353,10 @@ static void run_clients(unsigned seed, uint32_t nclients, bool greedy, int *over
 				struct ibv_wc wc = recv_wc(i, pending_slot[i][k], IBV_WC_SUCCESS,
 							   IBV_WC_RECV);
 
-				verbs_srv_completion(&vs, &wc);
+				verbs_srv_completion(&w, &wc);
 			}
 			npending[i] = 0;
-			verbs_srv_regrant(&vs);
+			verbs_srv_regrant(&w);
 		} else {
 			/* Credit messages reach client i. */
 			for (; m.delivered[i] < m.nsent[i]; m.delivered[i]++)
@@ -370,9 +377,9 @@ static void run_clients(unsigned seed, uint32_t nclients, bool greedy, int *over
 		for (uint32_t k = 0; k < npending[i]; k++) {
 			struct ibv_wc wc = recv_wc(i, pending_slot[i][k], IBV_WC_SUCCESS, IBV_WC_RECV);
 
-			verbs_srv_completion(&vs, &wc);
+			verbs_srv_completion(&w, &wc);
 		}
-	verbs_srv_regrant(&vs);
+	verbs_srv_regrant(&w);
 }
 
 Test(verbs_cq, credits_never_exceed_posted_slots)
@@ -389,7 +396,7 @@ Test(verbs_cq, credits_never_exceed_posted_slots)
 			total += applied[i];
 		cr_assert_eq(total, rows, "seed %u: %llu rows applied of %llu sent", seed,
 			     (unsigned long long)total, (unsigned long long)rows);
-		cr_assert_eq(vs.pool.posted, SLOTS);
+		cr_assert_eq(w.pool.posted, SLOTS);
 		check_conserved();
 	}
 }
@@ -417,7 +424,7 @@ Test(verbs_cq, a_flush_is_acknowledged_after_the_pushes_before_it)
 	s3 = arrive(0, RDPS_REQ_PUSH, 3);
 	{
 		struct verbs_msg_hdr h;
-		char *p = verbs_pool_buf(&vs.pool, s3);
+		char *p = verbs_pool_buf(&w.pool, s3);
 
 		memcpy(&h, p, sizeof(h));
 		h.len -= 2 * (8 + DIM * 4);
@@ -427,11 +434,11 @@ Test(verbs_cq, a_flush_is_acknowledged_after_the_pushes_before_it)
 		uint32_t slot = s == 0 ? s1 : s == 1 ? s2 : s3;
 
 		wc = recv_wc(0, slot, IBV_WC_SUCCESS, IBV_WC_RECV);
-		verbs_srv_completion(&vs, &wc);
+		verbs_srv_completion(&w, &wc);
 	}
 	wc = recv_wc(0, arrive(0, RDPS_REQ_FLUSH, 0), IBV_WC_SUCCESS, IBV_WC_RECV);
-	verbs_srv_completion(&vs, &wc);
-	verbs_srv_regrant(&vs);
+	verbs_srv_completion(&w, &wc);
+	verbs_srv_regrant(&w);
 	cr_assert_eq(applied[0], 6);
 	cr_assert_eq(flushes[0], 1);
 	cr_assert_geq(m.nsent[0], 1);
@@ -458,15 +465,15 @@ Test(verbs_cq, busy_poll_handles_completions_that_come_while_it_spins)
 	m.cqe[m.ncqe++] = recv_wc(0, slot, IBV_WC_SUCCESS, IBV_WC_RECV);
 	m.cq_ready_after = 40;
 	/* Control: no budget, one poll, nothing yet. */
-	cr_assert_eq(verbs_srv_busy_poll(&vs, 0), 0);
+	cr_assert_eq(verbs_srv_busy_poll(&w, 0), 0);
 	cr_assert_eq(m.cq_polls, 1);
 	cr_assert_eq(applied[0], 0);
-	cr_assert_eq(verbs_srv_busy_poll(&vs, 10ull * 1000000000ull), 1);
+	cr_assert_eq(verbs_srv_busy_poll(&w, 10ull * 1000000000ull), 1);
 	cr_assert_eq(applied[0], 5, "the push was not applied by the busy poll");
 	cr_assert_gt(m.cq_polls, 40);
 	/* Nothing more will come: it returns after its budget (1 ms). */
-	cr_assert_eq(verbs_srv_busy_poll(&vs, 1000000), 0);
-	verbs_srv_regrant(&vs);
+	cr_assert_eq(verbs_srv_busy_poll(&w, 1000000), 0);
+	verbs_srv_regrant(&w);
 	check_conserved();
 }
 
