@@ -1,14 +1,34 @@
 // SPDX-License-Identifier: MIT
-/* The row checksum of validated one-sided reads (layout: rdps/kvstore.h). */
+/*
+ * The row checksum of validated one-sided reads (layout: rdps/kvstore.h):
+ * XXH3 of the row's data, mixed with its version. Every server writes and
+ * every client checks one per row moved, so it is built twice: here for
+ * any x86-64, and in rowcheck_avx2.c with AVX2 (XXH3's wider kernel, the
+ * same hash); the first call picks one for the CPU.
+ */
 #include <string.h>
+
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "rdps/kvstore.h"
+#include "rowcheck.h"
+
+uint64_t rdps_row_checksum_generic(uint64_t version, const float *data, uint32_t dim)
+{
+	return XXH3_64bits(data, (size_t)dim * sizeof(float)) ^ (version * RDPS_ROW_VERSION_MIX);
+}
+
+static uint64_t (*resolve_checksum(void))(uint64_t, const float *, uint32_t)
+{
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		return rdps_row_checksum_avx2;
+	return rdps_row_checksum_generic;
+}
 
 uint64_t rdps_row_checksum(uint64_t version, const float *data, uint32_t dim)
-{
-	return XXH3_64bits(data, (size_t)dim * sizeof(float)) ^ (version * 0x9e3779b97f4a7c15ull);
-}
+	__attribute__((ifunc("resolve_checksum")));
 
 bool rdps_row_valid(const void *row, uint32_t dim)
 {

@@ -327,3 +327,39 @@ Test(rowcheck, control_old_seqlock_accepts_torn_rows_placed_out_of_order)
 	cr_assert_gt(t.torn_accepted, 0, "the seqlock accepted no torn row in %llu reads",
 		     (unsigned long long)t.reads);
 }
+
+/*
+ * The checksum is built twice (common/rowcheck.c for any x86-64, with
+ * XXH3's AVX2 kernel in rowcheck_avx2.c) and picked per CPU, so a server
+ * and a client on different CPUs must agree: both builds give the hash of
+ * the system's libxxhash (the one rdps linked before), for every row width
+ * up to 1000 floats and every offset of the data within a cache line.
+ */
+#include <xxhash.h> /* the shared library's XXH3, not the inlined copies */
+
+#include "common/rowcheck.h"
+
+Test(rowcheck, every_build_of_the_checksum_is_xxh3)
+{
+	static float buf[1000 + 16];
+	uint64_t x = 0x12345;
+	bool avx2;
+
+	__builtin_cpu_init();
+	avx2 = __builtin_cpu_supports("avx2");
+	for (size_t i = 0; i < sizeof(buf) / sizeof(buf[0]); i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		buf[i] = (float)(int32_t)(x >> 32) / 65536.0f;
+	}
+	for (uint32_t dim = 1; dim <= 1000; dim++) {
+		const float *d = buf + dim % 16;
+		uint64_t v = dim * 7919ull;
+		uint64_t want = XXH3_64bits(d, (size_t)dim * 4) ^ (v * RDPS_ROW_VERSION_MIX);
+
+		cr_assert_eq(rdps_row_checksum_generic(v, d, dim), want, "generic build, dim %u", dim);
+		if (avx2)
+			cr_assert_eq(rdps_row_checksum_avx2(v, d, dim), want, "AVX2 build, dim %u", dim);
+		cr_assert_eq(rdps_row_checksum(v, d, dim), want, "the build picked, dim %u", dim);
+	}
+	cr_log_info("checked dims 1..1000 (%s)", avx2 ? "generic and AVX2 builds" : "generic build");
+}

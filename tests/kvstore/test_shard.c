@@ -58,7 +58,7 @@ static struct rdps_shard *make(uint32_t dim, uint64_t lo, uint64_t hi, int opt,
 			       int init, uint64_t seed)
 {
 	struct rdps_shard_params p = {
-		.name = "entity", .table_id = 0, .dim = dim, .num_rows = 1000,
+		.name = "entity", .table_id = 0, .dim = dim, .num_rows = hi > 1000 ? hi : 1000,
 		.lo = lo, .hi = hi, .init = init, .init_range = 0.5f, .seed = seed,
 		.optimizer = opt, .lr = 0.5f,
 	};
@@ -202,6 +202,89 @@ Test(optimizer, adagrad_row)
 Test(optimizer, adagrad_elementwise)
 {
 	check_optimizer(RDPS_OPT_ADAGRAD);
+}
+
+/*
+ * Pushes as servers get them: thousands of ids into a table whose rows need
+ * two radix passes to sort, unsorted with repeats (each summed, in push
+ * order) and sorted (applied as they come), at a width with a vector body
+ * and a tail (13) and at DGL-KE's 400; against the double reference.
+ */
+static void check_optimizer_wide(int opt, uint32_t dim, bool sorted)
+{
+	enum { ROWS = 5000, N = 3000, PUSHES = 3 };
+	const uint64_t lo = 7;
+	struct rdps_shard *s = make(dim, lo, lo + ROWS, opt, RDPS_INIT_UNIFORM, 5);
+	double *w = calloc((size_t)ROWS * dim, sizeof(double));
+	double *st = calloc((size_t)ROWS * dim, sizeof(double));
+	double *sum = malloc((size_t)ROWS * dim * sizeof(double));
+	float *g = malloc((size_t)N * dim * sizeof(float)), *row = malloc(dim * sizeof(float));
+	uint64_t ids[N], x = 99 + dim;
+	bool touched[ROWS];
+
+	cr_assert(w && st && sum && g && row);
+	for (uint64_t r = 0; r < ROWS; r++) {
+		uint64_t id = lo + r;
+
+		rdps_shard_read(s, &id, 1, row);
+		for (uint32_t j = 0; j < dim; j++)
+			w[r * dim + j] = row[j];
+	}
+	for (int p = 0; p < PUSHES; p++) {
+		memset(sum, 0, (size_t)ROWS * dim * sizeof(double));
+		memset(touched, 0, sizeof(touched));
+		for (int i = 0; i < N; i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			/* a third of the ids among 50 rows: many repeats */
+			ids[i] = lo + (i % 3 ? (x >> 33) % ROWS : (x >> 33) % 50);
+		}
+		if (sorted)
+			for (int i = 1; i < N; i++)
+				for (int k = i; k > 0 && ids[k - 1] > ids[k]; k--) {
+					uint64_t t = ids[k];
+
+					ids[k] = ids[k - 1];
+					ids[k - 1] = t;
+				}
+		for (int i = 0; i < N; i++) {
+			uint64_t r = ids[i] - lo;
+
+			for (uint32_t j = 0; j < dim; j++) {
+				g[(size_t)i * dim + j] = (float)((int)((i * 31 + j * 7 + p) % 17) - 8) / 64.0f;
+				sum[r * dim + j] += g[(size_t)i * dim + j];
+			}
+			touched[r] = true;
+		}
+		cr_assert_eq(rdps_shard_apply(s, ids, g, N), 0);
+		for (uint64_t r = 0; r < ROWS; r++)
+			if (touched[r])
+				reference(opt, w + r * dim, st + r * dim, dim, 0.5, sum + r * dim);
+	}
+	for (uint64_t r = 0; r < ROWS; r++) {
+		uint64_t id = lo + r;
+
+		rdps_shard_read(s, &id, 1, row);
+		for (uint32_t j = 0; j < dim; j++)
+			cr_assert_float_eq(row[j], w[r * dim + j], 1e-4, "%s dim %u (%s) row %llu col %u: "
+					   "%g vs %g", rdps_optimizer_name(opt), dim,
+					   sorted ? "sorted" : "unsorted", (unsigned long long)r, j,
+					   row[j], w[r * dim + j]);
+	}
+	rdps_shard_destroy(s);
+	free(w);
+	free(st);
+	free(sum);
+	free(g);
+	free(row);
+}
+
+Test(optimizer, wide_pushes_unsorted_and_sorted)
+{
+	for (int opt = RDPS_OPT_SGD; opt <= RDPS_OPT_ADAGRAD; opt++)
+		for (uint32_t dim = 13; dim <= 400; dim += 387) {
+			check_optimizer_wide(opt, dim, false);
+			check_optimizer_wide(opt, dim, true);
+		}
 }
 
 Test(optimizer, names)
