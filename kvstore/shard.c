@@ -322,17 +322,35 @@ uint64_t rdps_shard_lock_waits(const struct rdps_shard *s)
 	return __atomic_load_n(&s->lock_waits, __ATOMIC_RELAXED);
 }
 
+/* Rows this far ahead of the one being updated are prefetched: the row's
+ * lines, its stripe lock and its optimizer state, whose misses would otherwise stall each update
+ * in turn (pushed rows are random rows of a table far larger than cache). */
+#define APPLY_PREFETCH 4
+
+/* Read prefetches of a row's lines (see prefetch_row on always_inline). */
+static inline __attribute__((always_inline)) void prefetch_lines(const char *row, size_t len)
+{
+	for (size_t off = 0; off < len; off += 64)
+		__builtin_prefetch(row + off, 0, 3);
+}
+
 void rdps_shard_read(const struct rdps_shard *s, const uint64_t *ids,
 		     uint32_t n, float *out)
 {
 	size_t bytes = (size_t)s->dim * sizeof(float);
 
+	/* Pulled rows are random rows of a table far larger than cache: each
+	 * is prefetched APPLY_PREFETCH rows ahead of its copy. */
+	for (uint32_t i = 0; i < n && i < APPLY_PREFETCH; i++)
+		prefetch_lines(row_ptr(s, ids[i] - s->lo), s->stride);
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t local = ids[i] - s->lo;
 		const char *row = row_ptr(s, local);
 		float *o = out + (size_t)i * s->dim;
 		int tries = 0;
 
+		if (i + APPLY_PREFETCH < n)
+			prefetch_lines(row_ptr(s, ids[i + APPLY_PREFETCH] - s->lo), s->stride);
 		if (!s->concurrent) {
 			/* The only writer is this thread: the row is whole. */
 			memcpy(o, row + RDPS_ROW_DATA_OFFSET, bytes);
@@ -402,10 +420,6 @@ static struct id_slot *sort_slots(struct id_slot *a, struct id_slot *b, uint32_t
 	return a;
 }
 
-/* Rows this far ahead of the one being updated are prefetched: the row's
- * lines, its stripe lock and its optimizer state, whose misses would otherwise stall each update
- * in turn (pushed rows are random rows of a table far larger than cache). */
-#define APPLY_PREFETCH 4
 
 /*
  * The sum of x[0..n)^2 in 8 interleaved partial sums, added pairwise at the
