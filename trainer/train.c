@@ -98,31 +98,58 @@ static void shuffle(uint32_t *a, uint64_t n, uint64_t *rng)
 }
 
 /* Sorts and deduplicates ids[0..n) into out (as u64), returns the count. */
-static uint32_t unique_ids(uint32_t *ids, uint32_t n, uint64_t *out)
+/*
+ * The unique ids among parts of a batch, ascending, into out (returns how
+ * many), and each id replaced in place by its index in out. The ids are
+ * sorted with their positions (id << 32 | position) by a radix sort over
+ * the bits ids below max_id need: a few passes, no comparisons, and no
+ * search per id afterwards. keys and tmp hold the total count each.
+ */
+struct id_run {
+	uint32_t *ids;
+	uint32_t n;
+};
+
+static uint32_t unique_ids(struct id_run *runs, int nruns, uint64_t max_id, uint64_t *keys,
+			   uint64_t *tmp, uint64_t *out)
 {
-	uint32_t m = 0;
+	uint32_t count[1u << 11], total = 0, m = 0;
+	uint32_t bits = max_id ? 64 - (uint32_t)__builtin_clzll(max_id) : 1;
 
-	qsort(ids, n, sizeof(uint32_t), rdps_tj_cmp_u32);
-	for (uint32_t i = 0; i < n; i++)
-		if (!m || out[m - 1] != ids[i])
-			out[m++] = ids[i];
-	return m;
-}
+	for (int r = 0; r < nruns; r++)
+		for (uint32_t i = 0; i < runs[r].n; i++, total++)
+			keys[total] = (uint64_t)runs[r].ids[i] << 32 | total;
+	for (uint32_t shift = 32; shift < 32 + bits; shift += 11) {
+		uint32_t sum = 0;
+		uint64_t *t;
 
-/* Index of id in the sorted unique list. */
-static inline uint32_t index_of(const uint64_t *u, uint32_t n, uint32_t id)
-{
-	uint32_t lo = 0, hi = n;
+		memset(count, 0, sizeof(count));
+		for (uint32_t i = 0; i < total; i++)
+			count[(keys[i] >> shift) & 2047]++;
+		for (uint32_t d = 0; d < 2048; d++) {
+			uint32_t c = count[d];
 
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-
-		if (u[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
+			count[d] = sum;
+			sum += c;
+		}
+		for (uint32_t i = 0; i < total; i++)
+			tmp[count[(keys[i] >> shift) & 2047]++] = keys[i];
+		t = keys;
+		keys = tmp;
+		tmp = t;
 	}
-	return lo;
+	/* Positions back to (run, index): the runs are short and few. */
+	for (uint32_t i = 0; i < total; i++) {
+		uint32_t id = (uint32_t)(keys[i] >> 32), pos = (uint32_t)keys[i];
+		int r = 0;
+
+		if (!m || out[m - 1] != id)
+			out[m++] = id;
+		while (pos >= runs[r].n)
+			pos -= runs[r++].n;
+		runs[r].ids[pos] = m - 1;
+	}
+	return m;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -169,12 +196,13 @@ static int worker_alloc(struct worker *w)
 	for (int i = 0; i < (o->no_pipeline ? 1 : 2); i++)
 		if (step_buf_alloc(&w->buf[i], j, max_ent))
 			return -ENOMEM;
-	w->tmp = malloc(max_ent * sizeof(uint32_t));
+	w->nkeys = max_ent;
+	w->keys = malloc(2 * (size_t)max_ent * sizeof(uint64_t));
 	w->ent_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)max_ent * j->ent_dim * 4, 64));
 	w->rel_grad = aligned_alloc(64, RDPS_ALIGN_UP((size_t)B * j->rel_dim * 4, 64));
 	w->scratch_size = rdps_model_scratch_size(j->model, j->chunk, j->negs, max_ent, B);
 	w->scratch = malloc(w->scratch_size);
-	if (!w->tmp || !w->ent_grad || !w->rel_grad || !w->scratch)
+	if (!w->keys || !w->ent_grad || !w->rel_grad || !w->scratch)
 		return -ENOMEM;
 	/* This thread's share of the trainer's positives. */
 	for (uint64_t i = w->t; i < j->train.count; i += j->o->num_thread)
@@ -191,7 +219,7 @@ static void worker_free(struct worker *w)
 {
 	step_buf_free(&w->buf[0]);
 	step_buf_free(&w->buf[1]);
-	free(w->tmp);
+	free(w->keys);
 	free(w->ent_grad);
 	free(w->rel_grad);
 	free(w->scratch);
@@ -317,19 +345,13 @@ static void gather_ids(struct worker *w, struct step_buf *sb)
 {
 	uint32_t B = sb->b.size, nneg = (B + sb->b.chunk - 1) / sb->b.chunk * sb->b.neg;
 
-	memcpy(w->tmp, sb->head, B * 4);
-	memcpy(w->tmp + B, sb->tail, B * 4);
-	memcpy(w->tmp + 2 * B, sb->neg, (size_t)nneg * 4);
-	sb->n_ent = unique_ids(w->tmp, 2 * B + nneg, sb->ent_ids);
-	memcpy(w->tmp, sb->rel, B * 4);
-	sb->n_rel = unique_ids(w->tmp, B, sb->rel_ids);
-	for (uint32_t i = 0; i < B; i++) {
-		sb->head[i] = index_of(sb->ent_ids, sb->n_ent, sb->head[i]);
-		sb->tail[i] = index_of(sb->ent_ids, sb->n_ent, sb->tail[i]);
-		sb->rel[i] = index_of(sb->rel_ids, sb->n_rel, sb->rel[i]);
-	}
-	for (uint32_t i = 0; i < nneg; i++)
-		sb->neg[i] = index_of(sb->ent_ids, sb->n_ent, sb->neg[i]);
+	struct id_run ent[3] = { { sb->head, B }, { sb->tail, B }, { sb->neg, nneg } };
+	struct id_run rel[1] = { { sb->rel, B } };
+
+	sb->n_ent = unique_ids(ent, 3, w->j->num_entities - 1, w->keys, w->keys + w->nkeys,
+			       sb->ent_ids);
+	sb->n_rel = unique_ids(rel, 1, w->j->num_relations - 1, w->keys, w->keys + w->nkeys,
+			       sb->rel_ids);
 	sb->b.n_ent_rows = sb->n_ent;
 	sb->b.n_rel_rows = sb->n_rel;
 }

@@ -59,7 +59,8 @@ struct worker {
 	uint64_t norder, cursor;
 	/* batches: the step computed and (pipeline) the next one, pulled meanwhile */
 	struct step_buf buf[2];
-	uint32_t *tmp;              /* sampling scratch */
+	uint64_t *keys;             /* 2 * nkeys: sorting a batch's ids */
+	uint32_t nkeys;
 	float *ent_grad, *rel_grad; /* of the step computed (pushes copy them out) */
 	void *scratch;
 	size_t scratch_size;
