@@ -647,7 +647,11 @@ int rdps_bench_pull(int argc, char **argv)
 								goto out;
 							}
 						} else if (lc && n == 1 &&
-							   !verbs_limit(lc, &o, n, dim, clustered, l3, &kind)) {
+							   !verbs_limit(lc, &o, n, dim, clustered, l3, &kind) &&
+							   isfinite(l3[0]) && isfinite(l3[1]) &&
+							   isfinite(l3[2])) {
+							/* (a perftest run that printed no figure
+							 * is left out of the median) */
 							for (int q = 0; q < 3; q++)
 								rl[q][got] = l3[q];
 							got++;
