@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "coarsen.h"
 #include "internal.h"
 #include "rdps/common.h"
 #include "rdps/partition.h"
@@ -19,11 +20,9 @@ _Static_assert(sizeof(idx_t) == 4, "Debian's METIS uses 32-bit idx_t");
 
 #define RD_BATCH 65536 /* triples per read of the temporary file */
 
-/* METIS input graph. */
+/* A graph being filled from the train triples. */
 struct csr {
-	idx_t *xadj;    /* n + 1 offsets */
 	idx_t *adjncy;  /* neighbours */
-	idx_t *adjwgt;  /* triples per edge */
 	idx_t *pos;     /* fill cursors */
 };
 
@@ -54,6 +53,7 @@ struct build {
 	uint64_t *part_sum;     /* payload checksums */
 	uint64_t local, cut;
 	long pre_metis_rss_kib;
+	uint32_t clusters;      /* vertices of the graph METIS saw, if coarsened */
 	struct rdps_blob_writer **w;
 	struct rdps_blob_writer *split_w;
 	struct csr *csr;        /* graph being filled */
@@ -69,6 +69,29 @@ const char *rdps_partition_method_name(enum rdps_partition_method m)
 		return "random";
 	}
 	return NULL;
+}
+
+const char *rdps_coarsen_name(enum rdps_coarsen c)
+{
+	switch (c) {
+	case RDPS_COARSEN_AUTO:
+		return "auto";
+	case RDPS_COARSEN_ON:
+		return "on";
+	case RDPS_COARSEN_OFF:
+		return "off";
+	}
+	return NULL;
+}
+
+int rdps_coarsen_parse(const char *name, enum rdps_coarsen *c)
+{
+	for (int i = RDPS_COARSEN_AUTO; i <= RDPS_COARSEN_OFF; i++)
+		if (!strcmp(name, rdps_coarsen_name((enum rdps_coarsen)i))) {
+			*c = (enum rdps_coarsen)i;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 int rdps_partition_method_parse(const char *name, enum rdps_partition_method *m)
@@ -172,83 +195,212 @@ static int metis_error(struct build *b, int r)
 	}
 }
 
+/*
+ * The undirected graph of the train triples in g (self-loops dropped),
+ * parallel edges (several relations, or both directions, between one pair)
+ * merged into one edge whose weight is the number of triples, so that the
+ * edge cut METIS minimises counts cut triples. Each vertex's neighbours are
+ * sorted and counted first, so the weights take exactly the merged edges'
+ * room. Vertex weights: 1 (entities) and the triples it heads.
+ */
+static int build_graph(struct build *b, struct rdps_pt_graph *g)
+{
+	struct csr c = { 0 };
+	uint64_t w = 0;
+	int ret;
+
+	memset(g, 0, sizeof(*g));
+	rdps_info("partition: building CSR graph (%u vertices, %llu adjacency entries)",
+		  b->n, (unsigned long long)b->adj_entries);
+	g->n = b->n;
+	g->xadj = malloc(((size_t)b->n + 1) * sizeof(idx_t));
+	c.pos = malloc(((size_t)b->n + 1) * sizeof(idx_t));
+	g->adjncy = malloc((b->adj_entries ? b->adj_entries : 1) * sizeof(idx_t));
+	if (!g->xadj || !c.pos || !g->adjncy) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	g->xadj[0] = 0;
+	for (uint32_t v = 0; v < b->n; v++)
+		g->xadj[v + 1] = g->xadj[v] + (idx_t)b->deg[v];
+	memcpy(c.pos, g->xadj, ((size_t)b->n + 1) * sizeof(idx_t));
+	c.adjncy = g->adjncy;
+	b->csr = &c;
+	ret = for_each_train(b, fill_batch);
+	b->csr = NULL;
+	free(c.pos);
+	c.pos = NULL;
+	if (ret)
+		goto err;
+	for (uint32_t v = 0; v < b->n; v++) {
+		idx_t s = g->xadj[v], e = g->xadj[v + 1];
+
+		qsort(g->adjncy + s, (size_t)(e - s), sizeof(idx_t), cmp_idx);
+		for (idx_t i = s; i < e; i++)
+			w += i == s || g->adjncy[i] != g->adjncy[i - 1];
+	}
+	g->adjwgt = malloc((w ? w : 1) * sizeof(idx_t));
+	g->vwgt = malloc((size_t)b->n * 2 * sizeof(idx_t));
+	if (!g->adjwgt || !g->vwgt) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	w = 0;
+	for (uint32_t v = 0; v < b->n; v++) {
+		idx_t s = g->xadj[v], e = g->xadj[v + 1];
+
+		g->xadj[v] = (idx_t)w;
+		for (idx_t i = s; i < e;) {
+			idx_t j = i;
+
+			while (j < e && g->adjncy[j] == g->adjncy[i])
+				j++;
+			g->adjncy[w] = g->adjncy[i];
+			g->adjwgt[w] = j - i;
+			w++;
+			i = j;
+		}
+		if (w - (uint64_t)g->xadj[v] > g->max_degree)
+			g->max_degree = (uint32_t)(w - (uint64_t)g->xadj[v]);
+		g->vwgt[2 * v] = 1;
+		g->vwgt[2 * v + 1] = (idx_t)b->heads[v];
+	}
+	g->xadj[b->n] = (idx_t)w;
+	g->entries = w;
+	/* The merged edges' room is all the adjacency needs now. */
+	{
+		idx_t *shrunk = realloc(g->adjncy, (w ? w : 1) * sizeof(idx_t));
+
+		if (shrunk)
+			g->adjncy = shrunk;
+	}
+	rdps_info("partition: %llu distinct undirected edges (%.1f s)",
+		  (unsigned long long)w / 2, secs(b));
+	return 0;
+err:
+	free(c.pos);
+	rdps_pt_graph_free(g);
+	return ret;
+}
+
+static void cluster_progress(void *ctx, uint32_t round, uint64_t moved)
+{
+	struct build *b = ctx;
+
+	rdps_info("partition: clustering sweep %u moved %llu vertices (%.1f s)", round,
+		  (unsigned long long)moved, secs(b));
+}
+
+/*
+ * Coarsens g (coarsen.c) into clusters METIS can balance: each at most
+ * 1/COARSEN_PARTS_SHARE of a part's entities and triples. Replaces g by the
+ * graph of the clusters; label[v] is v's cluster.
+ */
+#define COARSEN_PARTS_SHARE 16
+#define COARSEN_ROUNDS 10
+
+static int coarsen(struct build *b, const struct rdps_pt_graph *g, uint32_t *label,
+		   struct rdps_pt_graph *cg)
+{
+	struct rdps_pt_cluster_opts co = {
+		.rounds = COARSEN_ROUNDS, .seed = b->o->seed ^ 0x636f617273656eull,
+		.progress = cluster_progress, .progress_ctx = b,
+	};
+	uint64_t share = (uint64_t)b->o->k * COARSEN_PARTS_SHARE;
+	uint32_t nc;
+	int ret;
+
+	co.max_entities = (uint32_t)(b->n / share > 1 ? b->n / share : 1);
+	co.max_heads = b->ntrain / share > 1 ? b->ntrain / share : 1;
+	rdps_info("partition: clustering %u vertices (label propagation, clusters of at most "
+		  "%u entities and %llu triples)", g->n, co.max_entities,
+		  (unsigned long long)co.max_heads);
+	ret = rdps_pt_cluster(g, &co, label, &nc);
+	if (ret)
+		return ret;
+	ret = rdps_pt_contract(g, label, nc, cg);
+	if (ret)
+		return ret == -EOVERFLOW
+			       ? rdps_pt_fail(b->err, b->errlen, ret, "the coarse graph has more "
+					      "adjacency entries than METIS' 32-bit idx_t allows")
+			       : ret;
+	rdps_info("partition: coarse graph of %u clusters, %llu distinct edges (%.1f s, peak "
+		  "RSS %.0f MiB)", nc, (unsigned long long)cg->entries / 2, secs(b),
+		  peak_rss_kib() / 1024.0);
+	b->clusters = nc;
+	return 0;
+}
+
+static void refine_progress(void *ctx, uint32_t round, uint64_t moved)
+{
+	struct build *b = ctx;
+
+	rdps_info("partition: refinement sweep %u moved %llu vertices (%.1f s)", round,
+		  (unsigned long long)moved, secs(b));
+}
+
+/* METIS's balance on the whole graph: what refinement may not break. */
+static int refine(struct build *b, const struct rdps_pt_graph *g)
+{
+	uint32_t k = b->o->k;
+	struct rdps_pt_refine_opts ro = {
+		.rounds = COARSEN_ROUNDS, .seed = b->o->seed ^ 0x726566696e65ull,
+		.max_entities = (uint64_t)(1.05 * (double)b->n / k) + 1,
+		.max_heads = (uint64_t)(1.10 * (double)b->ntrain / k) + 1,
+		.progress = refine_progress, .progress_ctx = b,
+	};
+	uint64_t moved;
+
+	return rdps_pt_refine(g, k, b->part, &ro, &moved);
+}
+
+/*
+ * METIS on the graph of the train triples; past RDPS_COARSEN_AUTO_ENTRIES
+ * (or with coarsen on), on the graph of its clusters instead, each vertex
+ * then taking its cluster's part and the parts refined on the whole graph
+ * (which stays in memory meanwhile: METIS on the clusters needs far less).
+ */
 static int partition_metis(struct build *b)
 {
-	struct csr g = { 0 };
-	idx_t nv = (idx_t)b->n, ncon = 2, nparts = (idx_t)b->o->k, objval = 0;
-	idx_t options[METIS_NOPTIONS], *vwgt = NULL, *part = NULL;
+	struct rdps_pt_graph g, cg = { 0 }, *mg = &g;
+	idx_t nv, ncon = 2, nparts = (idx_t)b->o->k, objval = 0;
+	idx_t options[METIS_NOPTIONS], *part = NULL;
 	real_t ubvec[2] = { 1.05f, 1.10f };
-	uint64_t w = 0;
+	uint32_t *label = NULL;
+	bool coarse;
 	int ret, r;
 
 	if (b->adj_entries > INT32_MAX)
 		return rdps_pt_fail(b->err, b->errlen, -EOVERFLOW,
 				    "graph has %llu adjacency entries, more than METIS' 32-bit idx_t allows",
 				    (unsigned long long)b->adj_entries);
-	rdps_info("partition: building CSR graph (%u vertices, %llu adjacency entries)",
-		  b->n, (unsigned long long)b->adj_entries);
-	g.xadj = malloc(((size_t)b->n + 1) * sizeof(idx_t));
-	g.pos = malloc(((size_t)b->n + 1) * sizeof(idx_t));
-	g.adjncy = malloc((b->adj_entries ? b->adj_entries : 1) * sizeof(idx_t));
-	if (!g.xadj || !g.pos || !g.adjncy) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
-	g.xadj[0] = 0;
-	for (uint32_t v = 0; v < b->n; v++)
-		g.xadj[v + 1] = g.xadj[v] + (idx_t)b->deg[v];
-	memcpy(g.pos, g.xadj, ((size_t)b->n + 1) * sizeof(idx_t));
-	b->csr = &g;
-	ret = for_each_train(b, fill_batch);
-	b->csr = NULL;
+	ret = build_graph(b, &g);
 	if (ret)
-		goto err_free;
-	/* Merge parallel edges (several relations, or both directions, between
-	 * one pair) into one edge whose weight is the number of triples, so the
-	 * edge cut METIS minimises counts cut triples. */
-	g.adjwgt = malloc((b->adj_entries ? b->adj_entries : 1) * sizeof(idx_t));
-	if (!g.adjwgt) {
+		return ret;
+	coarse = b->o->coarsen == RDPS_COARSEN_ON ||
+		 (b->o->coarsen == RDPS_COARSEN_AUTO && g.entries > RDPS_COARSEN_AUTO_ENTRIES &&
+		  b->o->k > 1);
+	if (coarse) {
+		label = malloc(((size_t)b->n ? b->n : 1) * sizeof(uint32_t));
+		ret = label ? coarsen(b, &g, label, &cg) : -ENOMEM;
+		if (ret)
+			goto err_free;
+		mg = &cg;
+	}
+	nv = (idx_t)mg->n;
+	part = malloc(((size_t)mg->n ? mg->n : 1) * sizeof(idx_t));
+	if (!part) {
 		ret = -ENOMEM;
 		goto err_free;
-	}
-	for (uint32_t v = 0; v < b->n; v++) {
-		idx_t s = g.xadj[v], e = g.xadj[v + 1];
-
-		qsort(g.adjncy + s, (size_t)(e - s), sizeof(idx_t), cmp_idx);
-		g.xadj[v] = (idx_t)w;
-		for (idx_t i = s; i < e;) {
-			idx_t j = i;
-
-			while (j < e && g.adjncy[j] == g.adjncy[i])
-				j++;
-			g.adjncy[w] = g.adjncy[i];
-			g.adjwgt[w] = j - i;
-			w++;
-			i = j;
-		}
-	}
-	g.xadj[b->n] = (idx_t)w;
-	free(g.pos);
-	g.pos = NULL;
-	rdps_info("partition: %llu distinct undirected edges (%.1f s)",
-		  (unsigned long long)w / 2, secs(b));
-	vwgt = malloc((size_t)b->n * 2 * sizeof(idx_t));
-	part = malloc((size_t)b->n * sizeof(idx_t));
-	if (!vwgt || !part) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
-	for (uint32_t v = 0; v < b->n; v++) {
-		vwgt[2 * v] = 1;
-		vwgt[2 * v + 1] = (idx_t)b->heads[v];
 	}
 	METIS_SetDefaultOptions(options);
 	options[METIS_OPTION_SEED] = (idx_t)((b->o->seed ^ (b->o->seed >> 32)) & 0x7fffffff);
 	options[METIS_OPTION_NUMBERING] = 0;
 	b->pre_metis_rss_kib = peak_rss_kib();
-	rdps_info("partition: METIS_PartGraphKway k=%u, balancing entities and triples "
-		  "(peak RSS so far %.0f MiB)", b->o->k, b->pre_metis_rss_kib / 1024.0);
-	r = METIS_PartGraphKway(&nv, &ncon, g.xadj, g.adjncy, vwgt, NULL, g.adjwgt,
+	rdps_info("partition: METIS_PartGraphKway k=%u on %u %s, balancing entities and triples "
+		  "(peak RSS so far %.0f MiB)", b->o->k, mg->n, coarse ? "clusters" : "vertices",
+		  b->pre_metis_rss_kib / 1024.0);
+	r = METIS_PartGraphKway(&nv, &ncon, mg->xadj, mg->adjncy, mg->vwgt, NULL, mg->adjwgt,
 				&nparts, NULL, ubvec, options, &objval, part);
 	if (r != METIS_OK) {
 		ret = metis_error(b, r);
@@ -257,15 +409,13 @@ static int partition_metis(struct build *b)
 	rdps_info("partition: METIS done, edge cut %lld (%.1f s, peak RSS %.0f MiB)",
 		  (long long)objval, secs(b), peak_rss_kib() / 1024.0);
 	for (uint32_t v = 0; v < b->n; v++)
-		b->part[v] = (uint32_t)part[v];
-	ret = 0;
+		b->part[v] = (uint32_t)part[coarse ? label[v] : v];
+	ret = coarse ? refine(b, &g) : 0;
 err_free:
 	free(part);
-	free(vwgt);
-	free(g.adjwgt);
-	free(g.adjncy);
-	free(g.pos);
-	free(g.xadj);
+	free(label);
+	rdps_pt_graph_free(&cg);
+	rdps_pt_graph_free(&g);
 	return ret;
 }
 
@@ -592,6 +742,7 @@ static int write_json(struct build *b, double fraction)
 	    json_object_set_new(root, "num_test", json_integer((json_int_t)b->nsplit[RDPS_SPLIT_TEST])) ||
 	    json_object_set_new(root, "k", json_integer(b->o->k)) ||
 	    json_object_set_new(root, "method", json_string(rdps_partition_method_name(b->o->method))) ||
+	    json_object_set_new(root, "coarsened_clusters", json_integer(b->clusters)) ||
 	    json_object_set_new(root, "seed", json_integer((json_int_t)b->o->seed)) ||
 	    json_object_set_new(root, "id_width", json_integer(4)) ||
 	    json_object_set_new(root, "triple_owner", json_string("head")) ||
@@ -756,6 +907,7 @@ int rdps_partition_build(const struct rdps_partition_opts *o,
 	res->seconds = secs(&b);
 	res->peak_rss_kib = peak_rss_kib();
 	res->pre_metis_rss_kib = b.pre_metis_rss_kib;
+	res->clusters = b.clusters;
 	ret = 0;
 
 err_free:

@@ -173,6 +173,19 @@ const char *rdps_partition_method_name(enum rdps_partition_method m);
 /* Parses a method name: 0 or -EINVAL. */
 int rdps_partition_method_parse(const char *name, enum rdps_partition_method *m);
 
+/* Coarsening before METIS (label propagation into clusters, METIS on the
+ * graph of the clusters): METIS alone needs several times the graph's
+ * memory, too much for graphs of Freebase's size. */
+enum rdps_coarsen {
+	RDPS_COARSEN_AUTO = 0, /* when the graph has more adjacency entries than below */
+	RDPS_COARSEN_ON = 1,
+	RDPS_COARSEN_OFF = 2,
+};
+#define RDPS_COARSEN_AUTO_ENTRIES (1ull << 22) /* ~2M distinct edges */
+
+const char *rdps_coarsen_name(enum rdps_coarsen c);
+int rdps_coarsen_parse(const char *name, enum rdps_coarsen *c);
+
 struct rdps_partition_opts {
 	const char *data_dir;  /* dataset in the raw layout */
 	const char *out_dir;   /* partition directory to create */
@@ -180,6 +193,7 @@ struct rdps_partition_opts {
 	enum rdps_partition_method method;
 	uint64_t seed;         /* METIS seed / shuffle seed */
 	int force;             /* replace an existing out_dir */
+	enum rdps_coarsen coarsen; /* METIS only */
 };
 
 struct rdps_partition_result {
@@ -194,6 +208,8 @@ struct rdps_partition_result {
 	long peak_rss_kib;            /* getrusage ru_maxrss after the build */
 	long pre_metis_rss_kib;       /* ru_maxrss just before METIS ran (0:
 				       * random); the rest is METIS's own */
+	uint32_t clusters;            /* vertices METIS partitioned if the graph
+				       * was coarsened first (0: not) */
 };
 
 /*
