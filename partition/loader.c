@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -238,14 +239,28 @@ static int read_range(int fd, const char *path, uint64_t off, void *buf,
 	return read_range_pread(&r, err, errlen);
 }
 
+/*
+ * The buffer a file is read into. From 2 MiB on it is backed by huge pages
+ * where the kernel has them (transparent huge pages, "madvise" included):
+ * every 4 KiB page of a fresh buffer faults when the read first writes it,
+ * and on a virtual machine a fault costs microseconds (measured: reading a
+ * 57 MB part file from the page cache ran at 0.35 GB/s, most of it in page
+ * faults, against 9.6 GB/s for dd into a reused buffer).
+ */
+#define HUGE_PAGE (2u << 20)
+
 static int alloc_buf(void **buf, uint64_t len)
 {
-	size_t sz = RDPS_ALIGN_UP(len ? len : 1, 4096);
+	size_t align = len >= HUGE_PAGE ? HUGE_PAGE : 4096;
+	size_t sz;
 
-	if (len > SIZE_MAX - 4096)
+	if (len > SIZE_MAX - HUGE_PAGE)
 		return -ENOMEM;
-	if (posix_memalign(buf, 4096, sz))
+	sz = RDPS_ALIGN_UP(len ? len : 1, align);
+	if (posix_memalign(buf, align, sz))
 		return -ENOMEM;
+	if (align == HUGE_PAGE)
+		madvise(*buf, sz, MADV_HUGEPAGE); /* advice: small pages work too */
 	return 0;
 }
 

@@ -29,6 +29,7 @@ struct load_opts {
 	uint64_t entities, triples, relations, communities, parts, reps;
 	enum rdps_partition_method method;
 	bool reuse;
+	const char *partition; /* an existing partition: load only */
 };
 
 static void usage(FILE *f)
@@ -57,6 +58,8 @@ static void usage(FILE *f)
 "                       the median of each method is reported\n"
 "  --reuse              keep an existing dataset in --workdir (the partition\n"
 "                       is always rebuilt, to time it)\n"
+"  --partition PDIR     load this existing partition instead (no dataset and\n"
+"                       no partitioning: the loading figures only)\n"
 "  -h, --help           this text\n");
 }
 
@@ -126,7 +129,8 @@ static double timed_load(const struct rdps_partition *p, const struct rdps_parti
 
 int rdps_bench_load(int argc, char **argv)
 {
-	enum { O_WORKDIR = 256, O_ENT, O_TRI, O_REL, O_COMM, O_PARTS, O_METHOD, O_REPS, O_REUSE };
+	enum { O_WORKDIR = 256, O_ENT, O_TRI, O_REL, O_COMM, O_PARTS, O_METHOD, O_REPS, O_REUSE,
+	       O_PDIR };
 	static const struct option lopts[] = {
 		{ "workdir", required_argument, NULL, O_WORKDIR },
 		{ "entities", required_argument, NULL, O_ENT },
@@ -137,6 +141,7 @@ int rdps_bench_load(int argc, char **argv)
 		{ "method", required_argument, NULL, O_METHOD },
 		{ "reps", required_argument, NULL, O_REPS },
 		{ "reuse", no_argument, NULL, O_REUSE },
+		{ "partition", required_argument, NULL, O_PDIR },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -173,6 +178,7 @@ int rdps_bench_load(int argc, char **argv)
 			break;
 		case O_REPS: if (bench_parse_u64(optarg, 1, MAX_REPS, &o.reps)) goto bad; break;
 		case O_REUSE: o.reuse = true; break;
+		case O_PDIR: o.partition = optarg; break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -184,6 +190,10 @@ int rdps_bench_load(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "rdps bench load: unexpected argument '%s'\n", argv[optind]);
 		return 2;
+	}
+	if (o.partition) {
+		snprintf(pdir, sizeof(pdir), "%s", o.partition);
+		goto load;
 	}
 	if (mkdir(o.workdir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "rdps bench load: cannot create %s: %s\n", o.workdir, strerror(errno));
@@ -255,6 +265,7 @@ int rdps_bench_load(int argc, char **argv)
 				pr.local_triple_fraction);
 	}
 
+load:
 	ret = rdps_partition_open(pdir, &p, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "rdps bench load: %s\n", err);
