@@ -55,9 +55,11 @@ int rdps_pt_cluster(const struct rdps_pt_graph *g, const struct rdps_pt_cluster_
 	touched = malloc(((size_t)g->max_degree + 1) * sizeof(uint32_t));
 	if (!size || !heads || !acc || !touched)
 		goto out;
+	/* A cluster's weights: entities and triples (a vertex of a coarse
+	 * graph is a cluster already). */
 	for (uint32_t v = 0; v < n; v++) {
 		label[v] = v;
-		size[v] = 1;
+		size[v] = (uint32_t)g->vwgt[2 * v];
 		heads[v] = (uint32_t)g->vwgt[2 * v + 1];
 	}
 	for (uint32_t round = 0; round < o->rounds && n > 1; round++) {
@@ -68,7 +70,7 @@ int rdps_pt_cluster(const struct rdps_pt_graph *g, const struct rdps_pt_cluster_
 			a = (a + 1) % n;
 		for (uint64_t i = 0; i < n; i++) {
 			uint32_t v = (uint32_t)visit(i, n, a, b), cur = label[v], best = cur, nt = 0;
-			uint32_t vheads = (uint32_t)g->vwgt[2 * v + 1];
+			uint32_t vents = (uint32_t)g->vwgt[2 * v], vheads = (uint32_t)g->vwgt[2 * v + 1];
 			uint64_t best_w = 0;
 
 			for (idx_t e = g->xadj[v]; e < g->xadj[v + 1]; e++) {
@@ -85,18 +87,23 @@ int rdps_pt_cluster(const struct rdps_pt_graph *g, const struct rdps_pt_cluster_
 				uint64_t w = acc[c];
 
 				acc[c] = 0;
-				if (c == cur || w <= best_w)
+				/* Heavier, or as heavy and larger: on sparse graphs
+				 * (most edges of weight 1) ties are the rule, and
+				 * joining the larger cluster lets clusters grow
+				 * instead of pairing off. */
+				if (c == cur || w < best_w ||
+				    (w == best_w && size[c] <= size[best]))
 					continue;
-				if (size[c] + 1 > o->max_entities ||
+				if ((uint64_t)size[c] + vents > o->max_entities ||
 				    (uint64_t)heads[c] + vheads > o->max_heads)
 					continue;
 				best = c;
 				best_w = w;
 			}
 			if (best != cur) {
-				size[cur]--;
+				size[cur] -= vents;
 				heads[cur] -= vheads;
-				size[best]++;
+				size[best] += vents;
 				heads[best] += vheads;
 				label[v] = best;
 				moved++;

@@ -293,10 +293,10 @@ static void cluster_progress(void *ctx, uint32_t round, uint64_t moved)
 
 /*
  * Coarsens g (coarsen.c) into clusters METIS can balance: each at most
- * 1/COARSEN_PARTS_SHARE of a part's entities and triples. Replaces g by the
- * graph of the clusters; label[v] is v's cluster.
+ * 1/COARSEN_PARTS_SHARE of a part's entities and triples. The graph of the
+ * clusters goes into cg; label[v] is v's cluster.
  */
-#define COARSEN_PARTS_SHARE 16
+#define COARSEN_PARTS_SHARE 64
 #define COARSEN_ROUNDS 10
 
 static int coarsen(struct build *b, const struct rdps_pt_graph *g, uint32_t *label,
