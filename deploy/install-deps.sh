@@ -7,6 +7,7 @@ set -eu
 PKGS="build-essential cmake ninja-build pkg-config git
 libcriterion-dev liburing-dev libmetis-dev libjansson-dev libxxhash-dev libssl-dev
 libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
+libfabric-dev libfabric-bin
 iproute2 procps psmisc kmod cpio python3
 spin
 wordnet-base

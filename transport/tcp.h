@@ -32,6 +32,31 @@ void rdps_tcp_set_session_hook(struct rdps_tserver *s, rdps_tcp_session_closed_f
  * hook is not called for it. Not from within a request handler. */
 void rdps_tcp_session_close(struct rdps_tserver *s, uint64_t session);
 
+/*
+ * Endpoint binding (wire.h RDPS_WIRE_BIND), for backends that reach a
+ * client through an endpoint address rather than a connection (ofi): an
+ * admitted, non-observer connection may bind once; the hook (called from
+ * progress(0)) admits the client's request and writes its answer (at most
+ * RDPS_WIRE_BIND_MAX bytes) into rep, or returns -errno with a reason in
+ * why, which the client gets. A bound connection counts as claimed: the
+ * session hook fires when it closes, and rdps_tcp_session_close() closes it.
+ */
+struct rdps_tcp_bind_who {
+	uint64_t session;      /* the connection's token (from the welcome) */
+	uint32_t client_id, num_clients;
+	const char *peer;      /* "host:port" */
+};
+typedef int (*rdps_tcp_bind_fn)(void *ctx, const struct rdps_tcp_bind_who *who,
+				const void *req, size_t req_len, void *rep, size_t *rep_len,
+				char *why, size_t whylen);
+void rdps_tcp_set_bind_hook(struct rdps_tserver *s, rdps_tcp_bind_fn fn, void *ctx);
+
+/* Client side: sends the bind request and waits for the answer (its
+ * payload into rep, up to rep_cap bytes, its length in *rep_len). 0, or
+ * -errno with the server's reason in c->errmsg. */
+int rdps_tcp_bind(struct rdps_conn *c, const void *req, size_t req_len, void *rep,
+		  size_t rep_cap, size_t *rep_len);
+
 /* The epoll descriptor a caller may poll before calling progress(0). */
 int rdps_tcp_server_fd(struct rdps_tserver *s);
 

@@ -550,6 +550,42 @@ int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len
 	return 0;
 }
 
+int rdps_tcp_bind(struct rdps_conn *c, const void *req, size_t req_len, void *rep,
+		  size_t rep_cap, size_t *rep_len)
+{
+	struct tcp_conn *tc = to_tcp_conn(c);
+	uint64_t deadline = deadline_after(tc->timeout_ms);
+	struct rdps_wire_hdr h;
+	struct iovec iov[2];
+	int ret;
+
+	*rep_len = 0;
+	if ((ret = check_usable(tc)))
+		return ret;
+	if (req_len > RDPS_WIRE_BIND_MAX)
+		return -EMSGSIZE;
+	rdps_wire_hdr_init(&h, RDPS_WIRE_BIND, (uint32_t)req_len, 0);
+	iov[0] = (struct iovec){ &h, sizeof(h) };
+	iov[1] = (struct iovec){ (void *)req, req_len };
+	ret = rdps_sock_sendv(tc->fd, iov, req_len ? 2 : 1, deadline);
+	if (ret)
+		return conn_fail(tc, ret, "the endpoint binding");
+	ret = read_reply(tc, RDPS_WIRE_BIND, &h, deadline, "the endpoint binding");
+	if (ret)
+		return ret;
+	if (h.len > rep_cap) {
+		tc->broken = true;
+		snprintf(c->errmsg, sizeof(c->errmsg), "%s: endpoint binding reply of %u bytes",
+			 c->peer, h.len);
+		return -EPROTO;
+	}
+	ret = rdps_sock_recv(tc->fd, rep, h.len, deadline);
+	if (ret)
+		return conn_fail(tc, ret, "the endpoint binding");
+	*rep_len = h.len;
+	return 0;
+}
+
 /* ====================================================================== */
 /* Fuzzing                                                                */
 

@@ -169,6 +169,8 @@ struct tcp_server {
 	size_t welcome_len;
 	rdps_tcp_session_closed_fn session_closed;
 	void *session_ctx;
+	rdps_tcp_bind_fn bind;    /* endpoint binding (ofi), or NULL */
+	void *bind_ctx;
 	/* limits (listen params with the defaults filled in) */
 	uint32_t max_conns;
 	uint64_t handshake_ns;
@@ -518,6 +520,51 @@ static int handle_auth(struct tcp_server *ts, struct tcp_sconn *sc,
 	return admit(ts, sc, true);
 }
 
+/* An endpoint binding (tcp.h): once per admitted client connection, to
+ * the backend's hook; its answer or its reason goes back. */
+static int handle_bind(struct tcp_server *ts, struct tcp_sconn *sc,
+		       const struct rdps_wire_hdr *h, const uint8_t *payload)
+{
+	struct rdps_tcp_bind_who who = { .session = sc->session, .client_id = sc->client_id,
+					 .num_clients = sc->num_clients, .peer = sc->peer };
+	uint8_t rep[RDPS_WIRE_BIND_MAX];
+	size_t rep_len = 0;
+	char why[256] = "";
+	void *p;
+	int ret;
+
+	if (!ts->bind)
+		snprintf(why, sizeof(why), "this server's transport binds no endpoints (is it "
+			 "running with another --transport than the client?)");
+	else if (sc->observer)
+		snprintf(why, sizeof(why), "an observer connection binds no endpoint");
+	else if (sc->session_claimed)
+		snprintf(why, sizeof(why), "this connection is bound already (one endpoint per "
+			 "control connection)");
+	else if (h->len > RDPS_WIRE_BIND_MAX)
+		snprintf(why, sizeof(why), "bind request of %u bytes (at most %d)", h->len,
+			 RDPS_WIRE_BIND_MAX);
+	if (why[0]) {
+		rdps_warn("server %u: client %s: endpoint binding refused: %s", ts->p.server_id,
+			  sc->peer, why);
+		return tx_error(sc, RDPS_WIRE_BIND, -EPROTO, why);
+	}
+	ret = ts->bind(ts->bind_ctx, &who, payload, h->len, rep, &rep_len, why, sizeof(why));
+	if (ret < 0 || rep_len > sizeof(rep)) {
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", rdps_strerror(ret < 0 ? ret : -EOVERFLOW));
+		rdps_warn("server %u: client %s: endpoint binding refused: %s", ts->p.server_id,
+			  sc->peer, why);
+		return tx_error(sc, RDPS_WIRE_BIND, ret < 0 ? ret : -EOVERFLOW, why);
+	}
+	sc->session_claimed = true;
+	p = tx_frame(sc, RDPS_WIRE_BIND | RDPS_WIRE_REPLY, 0, (uint32_t)rep_len);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, rep, rep_len);
+	return 0;
+}
+
 /* One complete frame (header checked). Returns -errno only for fatal
  * per-connection errors (the connection is then closed). */
 static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
@@ -543,6 +590,8 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 		stat_bad_frame(ts);
 		return -EPROTO;
 	}
+	if (h->type == RDPS_WIRE_BIND)
+		return handle_bind(ts, sc, h, payload);
 	switch (h->type) {
 	case RDPS_REQ_PULL:
 	case RDPS_REQ_PUSH: {
@@ -1292,6 +1341,14 @@ void rdps_tcp_set_session_hook(struct rdps_tserver *s, rdps_tcp_session_closed_f
 
 	ts->session_closed = fn;
 	ts->session_ctx = ctx;
+}
+
+void rdps_tcp_set_bind_hook(struct rdps_tserver *s, rdps_tcp_bind_fn fn, void *ctx)
+{
+	struct tcp_server *ts = to_tcp_server(s);
+
+	ts->bind = fn;
+	ts->bind_ctx = ctx;
 }
 
 void rdps_tcp_session_close(struct rdps_tserver *s, uint64_t session)

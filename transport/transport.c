@@ -8,12 +8,15 @@
 const struct rdps_transport_ops *rdps_transport_tcp(void);
 const struct rdps_transport_ops *rdps_transport_inproc(void);
 const struct rdps_transport_ops *rdps_transport_verbs(void);
+const struct rdps_transport_ops *rdps_transport_ofi(void);
 
 typedef const struct rdps_transport_ops *(*backend_fn)(void);
 
-/* In the order "auto" prefers them. */
+/* In the order "auto" prefers them: verbs where an InfiniBand or RoCE
+ * device serves the route, ofi where there is an EFA device, then TCP. */
 static const backend_fn backends[] = {
 	rdps_transport_verbs,
+	rdps_transport_ofi,
 	rdps_transport_tcp,
 	rdps_transport_inproc,
 };
@@ -52,16 +55,18 @@ const struct rdps_transport_ops *rdps_transport_select(const char *name,
 		whylen = sizeof(tmp);
 	}
 	if (!name || !strcmp(name, "auto")) {
-		char skipped[160] = "";
+		char skipped[320] = "";
 
 		for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
 			char via[96] = "";
+			size_t len = strlen(skipped);
 
 			ops = backends[i]();
 			if (ops->route(host, via, sizeof(via))) {
-				/* Say why a preferred backend was passed over. */
-				if (!skipped[0] && via[0])
-					snprintf(skipped, sizeof(skipped), "%s: %s", ops->name, via);
+				/* Say why each preferred backend was passed over. */
+				if (via[0])
+					snprintf(skipped + len, sizeof(skipped) - len, "%s%s: %s",
+						 len ? "; " : "", ops->name, via);
 				continue;
 			}
 			snprintf(why, whylen, "transport: %s to %s (%s)", ops->name, host,

@@ -56,6 +56,15 @@ _Static_assert(sizeof(struct rdps_wire_hello) == 56, "wire layout");
  */
 #define RDPS_WIRE_CHALLENGE 0x20
 #define RDPS_WIRE_AUTH 0x21
+/*
+ * Endpoint binding (backends whose data path has endpoint addresses rather
+ * than connections: ofi): after the welcome, an admitted client sends BIND
+ * (payload: what its backend needs, e.g. its endpoint address); the reply
+ * carries the server backend's answer (its endpoint address, the session's
+ * first credits), or an error. One per connection; tcp.h's hooks.
+ */
+#define RDPS_WIRE_BIND 0x22
+#define RDPS_WIRE_BIND_MAX 1024 /* payload bytes, each way */
 #define RDPS_AUTH_CLIENT_LABEL "rdps-auth-client-v1"
 #define RDPS_AUTH_SERVER_LABEL "rdps-auth-server-v1"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdps transports: one ops table, several backends (tcp, inproc, later
- * verbs). Code above transport/ picks a backend by name and never asks which
+ * rdps transports: one ops table, several backends (tcp, inproc, verbs,
+ * ofi). Code above transport/ picks a backend by name and never asks which
  * one it holds.
  *
  * Client side: a connection (struct rdps_conn) to one server. connect()
@@ -73,9 +73,11 @@ struct rdps_table_desc {
 	uint64_t lo, hi;      /* this server's global id range */
 	uint32_t stride;      /* bytes between rows in the region */
 	uint32_t optimizer;   /* enum rdps_optimizer */
-	uint64_t remote_addr; /* region base for one-sided reads (0 if none) */
-	uint32_t rkey;        /* remote key for one-sided reads (0 if none) */
-	uint32_t reserved[3];
+	uint64_t remote_addr; /* region base for one-sided reads (0 if none; ofi:
+			       * 0 where the provider addresses a region by offset) */
+	uint64_t rkey;        /* remote key for one-sided reads (0 if none): 64 bits,
+			       * as libfabric's keys are (verbs' fit in the low 32) */
+	uint32_t reserved[2];
 };
 _Static_assert(sizeof(struct rdps_table_desc) == 96, "wire layout");
 
@@ -300,7 +302,7 @@ struct rdps_transport_ops {
 	int (*route)(const char *host, char *via, size_t vialen);
 };
 
-/* Backend by name ("tcp", "inproc", "verbs"); NULL if unknown. */
+/* Backend by name ("tcp", "inproc", "verbs", "ofi"); NULL if unknown. */
 const struct rdps_transport_ops *rdps_transport_find(const char *name);
 
 /* Resolves "auto" (or a backend name) for connecting to host: "auto"

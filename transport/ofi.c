@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+/* ofi backend: the ops table, what the backend tells its callers, and its
+ * route for "auto". The code is split by concern (ofi.h lists the files). */
+#include <errno.h>
+#include <stdio.h>
+
+#include "ofi.h"
+
+static void ofi_query(uint32_t num_clients, struct rdps_transport_info *out)
+{
+	uint64_t slots = (uint64_t)num_clients * OFI_SHARE_TARGET;
+
+	/* The receive pool grows with sessions (ofi_server.c), in chunks. */
+	if (slots < OFI_POOL_MIN_SLOTS)
+		slots = OFI_POOL_MIN_SLOTS;
+	if (slots > OFI_POOL_MAX_SLOTS)
+		slots = OFI_POOL_MAX_SLOTS;
+	slots = (slots + OFI_POOL_CHUNK - 1) / OFI_POOL_CHUNK * OFI_POOL_CHUNK;
+	/* At the largest message size (efa's are smaller); a client's receives
+	 * are that large only where pulls are two-sided. */
+	*out = (struct rdps_transport_info){
+		.push_msg_bytes = OFI_MSG_SIZE,
+		.server_pinned_bytes = slots * OFI_MSG_SIZE +
+				       OFI_CTL_SLOTS * sizeof(struct ofi_srv_hdr),
+		.conn_pinned_bytes = OFI_BOUNCE + (size_t)(OFI_SEND_SLOTS + OFI_CLIENT_RECVS) *
+							  OFI_MSG_SIZE,
+		.one_sided_pulls = true,
+	};
+}
+
+/* "auto" takes ofi where libfabric's efa provider sees an EFA device (a
+ * host with InfiniBand or RoCE took verbs before): any other provider is
+ * named with --transport ofi --ofi-provider. */
+static int ofi_route(const char *host, char *via, size_t vialen)
+{
+	char dev[64];
+
+	if (!ofi_efa_present(dev, sizeof(dev))) {
+		snprintf(via, vialen, "no EFA device (libfabric's efa provider sees none)");
+		return -ENODEV;
+	}
+	snprintf(via, vialen, "EFA device %s (libfabric efa)", dev);
+	return 0;
+}
+
+static const struct rdps_transport_ops ofi_ops = {
+	.name = "ofi",
+	.connect = ofi_connect,
+	.close = ofi_close,
+	.pull_post = ofi_pull_post,
+	.pull_wait = ofi_pull_wait,
+	.push = ofi_push,
+	.push_gather = ofi_push_gather,
+	.call = ofi_call,
+	.listen = ofi_listen,
+	.progress = ofi_progress,
+	.reply = ofi_reply,
+	.destroy = ofi_destroy,
+	.query = ofi_query,
+	.route = ofi_route,
+};
+
+const struct rdps_transport_ops *rdps_transport_ofi(void)
+{
+	return &ofi_ops;
+}

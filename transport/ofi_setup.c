@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ofi backend: the provider, and an RDM endpoint with what it needs
+ * (fabric, domain, address vector, completion queue), registered buffers,
+ * and the small helpers both sides share.
+ *
+ * Which provider: --ofi-provider (RDPS_OFI_PROVIDER), else efa where
+ * libfabric sees an EFA device, else libfabric's choice within FI_PROVIDER
+ * (e.g. FI_PROVIDER="tcp;ofi_rxm" over any IP network). Nothing here is
+ * specific to one provider but two facts about efa: its messages are best
+ * kept to one packet, and whether its READs are the device's own
+ * (efadv_query_device) or emulated by the provider through the server's
+ * CPU, in which case pulls are two-sided anyway.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef RDPS_HAVE_EFADV
+#include <infiniband/efadv.h>
+#include <infiniband/verbs.h>
+#endif
+
+#include "rdps/common.h"
+#include "ofi.h"
+
+const char *ofi_strerror(int ret)
+{
+	return fi_strerror(ret < 0 ? -ret : ret);
+}
+
+void ofi_cq_errtext(struct fid_cq *cq, const struct fi_cq_err_entry *e, char *buf, size_t len)
+{
+	const char *prov = fi_cq_strerror(cq, e->prov_errno, e->err_data, NULL, 0);
+
+	snprintf(buf, len, "%s (provider error %d: %s)", fi_strerror(e->err), e->prov_errno,
+		 prov ? prov : "?");
+}
+
+uint64_t ofi_cookie(const struct rdps_secret *secret, uint64_t session)
+{
+	uint8_t mac[RDPS_MAC_LEN];
+	uint64_t v;
+
+	if (!secret || !secret->len)
+		return session;
+	/* The token travels in clear on the control connection; only a peer
+	 * that knows the secret can turn it into messages the server takes. */
+	rdps_auth_mac(secret, OFI_COOKIE_LABEL, &session, sizeof(session), NULL, 0, NULL, 0, mac);
+	memcpy(&v, mac, sizeof(v));
+	return v;
+}
+
+size_t ofi_msg_size(const char *prov, size_t max)
+{
+	const char *env = getenv("RDPS_OFI_MSG_BYTES");
+	size_t size = prov && !strcmp(prov, "efa") ? OFI_EFA_MSG_SIZE : OFI_MSG_SIZE;
+
+	if (env && *env) {
+		char *end;
+		unsigned long long v = strtoull(env, &end, 10);
+
+		if (*end || v < OFI_MSG_MIN || v > OFI_MSG_MAX)
+			rdps_warn("RDPS_OFI_MSG_BYTES=%s is not a size from %u to %u bytes; using %zu",
+				  env, OFI_MSG_MIN, OFI_MSG_MAX, size);
+		else
+			size = (size_t)v;
+	}
+	return size < max ? size : max;
+}
+
+uint64_t ofi_busy_poll_ns(void)
+{
+	const char *env = getenv("RDPS_OFI_BUSY_POLL_US");
+	unsigned long long us;
+	char *end;
+
+	if (!env || !*env)
+		return OFI_BUSY_POLL_US * 1000ull;
+	us = strtoull(env, &end, 10);
+	if (*end || us > OFI_BUSY_POLL_MAX_US) {
+		rdps_warn("RDPS_OFI_BUSY_POLL_US=%s is not a number of microseconds from 0 to %u; "
+			  "using %u", env, OFI_BUSY_POLL_MAX_US, OFI_BUSY_POLL_US);
+		return OFI_BUSY_POLL_US * 1000ull;
+	}
+	return us * 1000ull;
+}
+
+static struct fi_info *base_hints(const char *prov, bool rma)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		return NULL;
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ : 0);
+	/* Contexts are tagged integers (ofi.h): no FI_CONTEXT mode. */
+	h->mode = 0;
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+	/* A client connection is one thread's; a server has one progress
+	 * thread, and its other threads never touch the endpoint. */
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	if (prov && *prov) {
+		h->fabric_attr->prov_name = strdup(prov);
+		if (!h->fabric_attr->prov_name) {
+			fi_freeinfo(h);
+			return NULL;
+		}
+	}
+	return h;
+}
+
+/* Is there an RDM endpoint of this provider at all? */
+static bool provider_present(const char *prov, char *dev, size_t devlen)
+{
+	struct fi_info *h = base_hints(prov, false), *info = NULL;
+	bool ok;
+
+	if (!h)
+		return false;
+	ok = !fi_getinfo(OFI_API, NULL, NULL, 0, h, &info) && info;
+	if (ok && dev)
+		snprintf(dev, devlen, "%s", info->domain_attr->name ? info->domain_attr->name : "?");
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	return ok;
+}
+
+bool ofi_efa_present(char *dev, size_t len)
+{
+	return provider_present("efa", dev, len);
+}
+
+int ofi_provider_pick(char *name, size_t len, char *why, size_t whylen)
+{
+	const char *env = getenv("RDPS_OFI_PROVIDER"), *fip = getenv("FI_PROVIDER");
+	char dev[64];
+
+	if (env && *env) {
+		snprintf(name, len, "%s", env);
+		snprintf(why, whylen, "provider %s (--ofi-provider)", env);
+		return 0;
+	}
+	if (provider_present("efa", dev, sizeof(dev))) {
+		snprintf(name, len, "efa");
+		snprintf(why, whylen, "provider efa (EFA device %s)", dev);
+		return 0;
+	}
+	if (fip && *fip) {
+		name[0] = '\0';
+		snprintf(why, whylen, "libfabric's choice within FI_PROVIDER=%s", fip);
+		return 0;
+	}
+	snprintf(why, whylen, "libfabric sees no EFA device, and no provider was named: give "
+		 "--ofi-provider NAME (fi_info -l lists them; 'tcp;ofi_rxm' runs over any IP "
+		 "network) or set FI_PROVIDER");
+	return -ENODEV;
+}
+
+/* fi_getinfo for an RDM endpoint, bound to node where the provider takes
+ * an IP address for one (sockaddr providers), else anywhere (efa). */
+static int getinfo(const char *prov, const char *node, bool rma, struct fi_info **info)
+{
+	struct fi_info *h = base_hints(prov, rma);
+	int ret = -FI_ENODATA;
+
+	if (!h)
+		return -ENOMEM;
+	if (node)
+		ret = fi_getinfo(OFI_API, node, NULL, FI_SOURCE, h, info);
+	if (ret)
+		ret = fi_getinfo(OFI_API, NULL, NULL, 0, h, info);
+	fi_freeinfo(h);
+	return ret;
+}
+
+/* efa: READs are the device's own only where it does RDMA READ; else the
+ * provider emulates them through the target's CPU (pulls might as well
+ * be two-sided, which say so). */
+static void efa_read_check(struct ofi_ep *e)
+{
+	const char *env = getenv("FI_EFA_USE_DEVICE_RDMA");
+
+	if (env && (!strcmp(env, "0") || !strcasecmp(env, "false") || !strcasecmp(env, "no"))) {
+		e->rma = false;
+		snprintf(e->why_two_sided, sizeof(e->why_two_sided),
+			 "FI_EFA_USE_DEVICE_RDMA=%s turns the device's RDMA READ off", env);
+		return;
+	}
+#ifdef RDPS_HAVE_EFADV
+	{
+		struct ibv_device **list = ibv_get_device_list(NULL);
+		char name[64];
+		size_t n;
+		bool found = false;
+
+		/* The domain is the device's name with "-rdm" appended. */
+		snprintf(name, sizeof(name), "%s", e->dev);
+		n = strlen(name);
+		if (n > 4 && !strcmp(name + n - 4, "-rdm"))
+			name[n - 4] = '\0';
+		for (int i = 0; list && list[i]; i++) {
+			struct efadv_device_attr a;
+			struct ibv_context *ctx;
+
+			if (strcmp(ibv_get_device_name(list[i]), name))
+				continue;
+			found = true;
+			ctx = ibv_open_device(list[i]);
+			memset(&a, 0, sizeof(a));
+			if (ctx && !efadv_query_device(ctx, &a, sizeof(a)) &&
+			    !(a.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ)) {
+				e->rma = false;
+				snprintf(e->why_two_sided, sizeof(e->why_two_sided),
+					 "EFA device %s has no RDMA READ (efadv_query_device: an "
+					 "instance type without it; p4d, p5 and trn1 have it)", name);
+			}
+			if (ctx)
+				ibv_close_device(ctx);
+		}
+		if (list)
+			ibv_free_device_list(list);
+		if (!found)
+			rdps_dbg("ofi: no verbs device named %s: its RDMA READ was not checked", name);
+	}
+#else
+	rdps_dbg("ofi: built without efadv.h: whether EFA device %s does RDMA READ was not "
+		 "checked", e->dev);
+#endif
+}
+
+int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size_t errlen)
+{
+	const char *pulls = getenv("RDPS_OFI_PULLS");
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD };
+	struct fi_av_attr ava = { .type = FI_AV_UNSPEC, .count = server ? OFI_MAX_SESSIONS : 4 };
+	char prov[OFI_PROV_MAX], why[320];
+	bool rma = true;
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	e->cq_fd = -1;
+	e->next_key = 1;
+	ret = ofi_provider_pick(prov, sizeof(prov), why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s", why);
+		return ret;
+	}
+	if (pulls && !strcmp(pulls, "msg")) {
+		rma = false;
+		snprintf(e->why_two_sided, sizeof(e->why_two_sided), "RDPS_OFI_PULLS=msg");
+	}
+	ret = getinfo(prov, node, rma, &e->info);
+	if (ret && rma) {
+		/* No FI_RMA + FI_READ: pulls go two-sided. */
+		ret = getinfo(prov, node, false, &e->info);
+		if (!ret) {
+			rma = false;
+			snprintf(e->why_two_sided, sizeof(e->why_two_sided),
+				 "provider %s has no FI_RMA/FI_READ for RDM endpoints",
+				 e->info->fabric_attr->prov_name);
+		}
+	}
+	if (ret) {
+		snprintf(err, errlen, "libfabric has no reliable-datagram endpoint (FI_EP_RDM, "
+			 "FI_MSG) for %s: %s (fi_info -l lists the providers)", why,
+			 ofi_strerror(ret));
+		return ret == -FI_ENODATA ? -ENODEV : ret;
+	}
+	e->rma = rma;
+	snprintf(e->prov, sizeof(e->prov), "%s", e->info->fabric_attr->prov_name);
+	snprintf(e->dev, sizeof(e->dev), "%s",
+		 e->info->domain_attr->name ? e->info->domain_attr->name : "?");
+	e->mr_mode = e->info->domain_attr->mr_mode;
+	e->tx_size = e->info->tx_attr->size ? e->info->tx_attr->size : 64;
+	e->rx_size = e->info->rx_attr->size ? e->info->rx_attr->size : 64;
+	e->max_rma = e->info->ep_attr->max_msg_size;
+	if (e->max_rma > (1u << 30))
+		e->max_rma = 1u << 30;
+	e->msg_size = ofi_msg_size(e->prov, e->info->ep_attr->max_msg_size);
+	if (e->rma && !strcmp(e->prov, "efa"))
+		efa_read_check(e);
+
+	ret = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
+	if (!ret)
+		ret = fi_domain(e->fabric, e->info, &e->domain, NULL);
+	if (ret) {
+		snprintf(err, errlen, "opening libfabric's %s (%s) failed: %s", e->prov, e->dev,
+			 ofi_strerror(ret));
+		return ret;
+	}
+	cqa.size = server ? OFI_POOL_MAX_SLOTS + OFI_CTL_SLOTS + 64
+			  : OFI_READ_RING + OFI_SEND_SLOTS + OFI_CLIENT_RECVS + 64;
+	/* A wait descriptor where the provider has one (efa has none). */
+	ret = fi_cq_open(e->domain, &cqa, &e->cq, NULL);
+	if (ret) {
+		cqa.wait_obj = FI_WAIT_NONE;
+		ret = fi_cq_open(e->domain, &cqa, &e->cq, NULL);
+	}
+	if (ret) {
+		cqa.size = 0; /* the provider's default */
+		ret = fi_cq_open(e->domain, &cqa, &e->cq, NULL);
+	}
+	if (ret) {
+		snprintf(err, errlen, "opening a completion queue (%s) failed: %s", e->prov,
+			 ofi_strerror(ret));
+		return ret;
+	}
+	if (cqa.wait_obj == FI_WAIT_FD && fi_control(&e->cq->fid, FI_GETWAIT, &e->cq_fd))
+		e->cq_fd = -1;
+	ret = fi_av_open(e->domain, &ava, &e->av, NULL);
+	if (!ret)
+		ret = fi_endpoint(e->domain, e->info, &e->ep, NULL);
+	if (!ret)
+		ret = fi_ep_bind(e->ep, &e->av->fid, 0);
+	if (!ret)
+		ret = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_enable(e->ep);
+	if (ret) {
+		snprintf(err, errlen, "creating a %s endpoint failed: %s", e->prov, ofi_strerror(ret));
+		return ret;
+	}
+	e->addrlen = sizeof(e->addr);
+	ret = fi_getname(&e->ep->fid, e->addr, &e->addrlen);
+	if (ret) {
+		snprintf(err, errlen, "reading the %s endpoint's address failed: %s%s", e->prov,
+			 ofi_strerror(ret), ret == -FI_ETOOSMALL ? " (longer than rdps allows)" : "");
+		return ret;
+	}
+	return 0;
+}
+
+void ofi_ep_close(struct ofi_ep *e)
+{
+	if (e->ep)
+		fi_close(&e->ep->fid);
+	if (e->av)
+		fi_close(&e->av->fid);
+	if (e->cq)
+		fi_close(&e->cq->fid);
+	if (e->domain)
+		fi_close(&e->domain->fid);
+	if (e->fabric)
+		fi_close(&e->fabric->fid);
+	if (e->info)
+		fi_freeinfo(e->info);
+	memset(e, 0, sizeof(*e));
+	e->cq_fd = -1;
+}
+
+static const char *memlock_hint(int err)
+{
+	if (err == ENOMEM || err == EPERM || err == EAGAIN || err == FI_ENOMEM)
+		return " (the memory-lock limit is probably too low: run 'ulimit -l unlimited', "
+		       "set LimitMEMLOCK=infinity for a systemd service, or add "
+		       "'* - memlock unlimited' to /etc/security/limits.conf)";
+	return "";
+}
+
+int ofi_mr_reg(struct ofi_ep *e, void *buf, size_t len, uint64_t access, struct fid_mr **mr,
+	       char *err, size_t errlen, const char *what)
+{
+	/* Without FI_MR_PROV_KEY the application picks the keys, unique in the
+	 * domain. */
+	uint64_t key = e->mr_mode & FI_MR_PROV_KEY ? 0 : e->next_key++;
+	int ret;
+
+	*mr = NULL;
+	ret = fi_mr_reg(e->domain, buf, len, access, 0, key, 0, mr, NULL);
+	if (!ret && (e->mr_mode & FI_MR_ENDPOINT)) {
+		ret = fi_mr_bind(*mr, &e->ep->fid, 0);
+		if (!ret)
+			ret = fi_mr_enable(*mr);
+	}
+	if (ret) {
+		if (*mr)
+			fi_close(&(*mr)->fid);
+		*mr = NULL;
+		snprintf(err, errlen, "registering the %s (%zu KiB) with %s failed: %s%s", what,
+			 len >> 10, e->prov, ofi_strerror(ret), memlock_hint(-ret));
+	}
+	return ret;
+}
+
+int ofi_alloc_registered(struct ofi_ep *e, size_t len, uint64_t access, char **buf,
+			 struct fid_mr **mr, char *err, size_t errlen, const char *what)
+{
+	int ret = posix_memalign((void **)buf, 4096, len);
+
+	*mr = NULL;
+	if (ret) {
+		*buf = NULL;
+		snprintf(err, errlen, "allocating the %s (%zu KiB) failed", what, len >> 10);
+		return -ret;
+	}
+	memset(*buf, 0, len);
+	/* Local buffers need a registration only where the provider says so. */
+	if (!(access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !(e->mr_mode & FI_MR_LOCAL))
+		return 0;
+	ret = ofi_mr_reg(e, *buf, len, access, mr, err, errlen, what);
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return ret;
+}
