@@ -21,6 +21,8 @@ static void usage(FILE *f)
 		"       rdps dataset synth OUT --entities N --relations R --triples T\n"
 		"                    --communities C [--valid N] [--test N] [--noise P]\n"
 		"                    [--seed S] [--force]\n"
+		"       rdps dataset synth OUT --like freebase86m --scale F [--communities C]\n"
+		"                    [--noise P] [--threads N] [--seed S] [--force]\n"
 		"       rdps dataset import OUT --format raw|udd --input DIR [--order hrt|htr]\n"
 		"                    [--train FILE] [--valid FILE] [--test FILE] [--force]\n"
 		"       rdps dataset check DIR\n"
@@ -37,6 +39,23 @@ static void usage(FILE *f)
 		"synth     community graph with learnable relation patterns, streamed\n"
 		"          (10M entities / 100M triples fit in < 1 GiB). Numbers take k/M/G.\n"
 		"          Defaults: valid/test 1000 each, noise 0.02.\n"
+		"synth --like freebase86m --scale F\n"
+		"          a graph shaped like DGL-KE's Freebase (86,054,151 entities,\n"
+		"          14,824 relations, train 304,727,650, valid 16,929,318, test\n"
+		"          16,929,308 triples) with each count times F, F in (0, 1] (at\n"
+		"          least 0.0000338: one relation). Entity degrees follow a power\n"
+		"          law (exponent 2.15; hubs spread over the ids), relation\n"
+		"          frequencies a Zipf law (exponent 0.7). Entities are in\n"
+		"          --communities C (default 32) that hold both ends of all but a\n"
+		"          fraction --noise P (default 0.08) of the triples, whose second\n"
+		"          end comes from the whole graph. Every entity and relation\n"
+		"          occurs in train; no valid or test triple is a train triple.\n"
+		"          Streamed in constant memory by --threads N (default: the\n"
+		"          CPUs, at most 16); the same --seed gives the same bytes for\n"
+		"          any N. Before writing it fails if OUT exists (without --force)\n"
+		"          or its file system has less room than the estimate (27 bytes\n"
+		"          a triple: about 9.1 GB at F = 1). Progress lines give the\n"
+		"          elapsed time and an ETA.\n"
 		"import    raw: three files of names (dicts are built); udd: entities.dict,\n"
 		"          relations.dict and three files of ids. Files default to\n"
 		"          train.txt/valid.txt/test.txt (or .tsv); --order is the column order.\n"
@@ -90,7 +109,7 @@ static void print_stats(const char *out, const struct rdps_dataset_stats *st)
 enum {
 	OPT_WORDNET_DIR = 256, OPT_ENTITIES, OPT_RELATIONS, OPT_TRIPLES, OPT_COMMUNITIES,
 	OPT_VALID, OPT_TEST, OPT_TRAIN, OPT_NOISE, OPT_SEED, OPT_FORCE, OPT_FORMAT,
-	OPT_INPUT, OPT_ORDER, OPT_CUT,
+	OPT_INPUT, OPT_ORDER, OPT_CUT, OPT_LIKE, OPT_SCALE, OPT_THREADS,
 };
 
 static const struct option long_opts[] = {
@@ -109,6 +128,9 @@ static const struct option long_opts[] = {
 	{ "input", required_argument, NULL, OPT_INPUT },
 	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "cut", required_argument, NULL, OPT_CUT },
+	{ "like", required_argument, NULL, OPT_LIKE },
+	{ "scale", required_argument, NULL, OPT_SCALE },
+	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -116,6 +138,11 @@ static const struct option long_opts[] = {
 /* Options of all three generators; each command rejects what it does not take. */
 struct cli {
 	const char *wordnet_dir, *format, *input, *order, *cut, *files[RDPS_SPLIT_COUNT];
+	const char *like;         /* synth --like NAME */
+	double scale;             /* synth --like: --scale F */
+	int have_scale;
+	uint64_t threads;         /* synth --like: --threads N */
+	int have_threads;
 	const char *valid_str, *test_str; /* import: file names; else counts */
 	uint64_t entities, relations, triples, communities, valid, test, seed;
 	int have_entities, have_relations, have_triples, have_communities;
@@ -187,6 +214,25 @@ int rdps_cmd_dataset(int argc, char **argv)
 		case OPT_INPUT: c.input = optarg; break;
 		case OPT_ORDER: c.order = optarg; break;
 		case OPT_CUT: c.cut = optarg; break;
+		case OPT_LIKE: c.like = optarg; break;
+		case OPT_THREADS:
+			if (parse_u64("--threads", optarg, 64, &c.threads))
+				return 2;
+			c.have_threads = 1;
+			break;
+		case OPT_SCALE: {
+			char *end;
+
+			errno = 0;
+			c.scale = strtod(optarg, &end);
+			if (end == optarg || *end || errno) {
+				fprintf(stderr, "rdps dataset: --scale: bad value '%s' (want a fraction in (0, 1])\n",
+					optarg);
+				return 2;
+			}
+			c.have_scale = 1;
+			break;
+		}
 		case OPT_TRAIN: c.files[RDPS_SPLIT_TRAIN] = optarg; break;
 		case OPT_FORCE: c.force = 1; break;
 		case OPT_ENTITIES: dst = &c.entities; have = &c.have_entities; break;
@@ -244,7 +290,8 @@ int rdps_cmd_dataset(int argc, char **argv)
 		struct rdps_wordnet_opts o;
 
 		if (c.have_relations || c.have_triples || c.have_communities || c.have_noise ||
-		    c.format || c.input || c.order || c.files[0]) {
+		    c.format || c.input || c.order || c.files[0] || c.like || c.have_scale ||
+		    c.have_threads) {
 			fprintf(stderr, "rdps dataset wordnet: only --wordnet-dir, --cut, --entities, --valid, --test, --seed, --force apply\n");
 			return 2;
 		}
@@ -270,9 +317,43 @@ int rdps_cmd_dataset(int argc, char **argv)
 		o.seed = c.seed;
 		o.force = c.force;
 		ret = rdps_dataset_wordnet(out, &o, &st, err, sizeof(err));
+	} else if (!strcmp(sub, "synth") && (c.like || c.have_scale)) {
+		struct rdps_synth_like_opts o;
+
+		if (c.wordnet_dir || c.cut || c.format || c.input || c.order || c.files[0]) {
+			fprintf(stderr, "rdps dataset synth: --wordnet-dir/--format/--input/--order/--train do not apply\n");
+			return 2;
+		}
+		if (!c.like || !c.have_scale) {
+			fprintf(stderr, "rdps dataset synth: --like and --scale go together (--like freebase86m --scale F)\n");
+			return 2;
+		}
+		if (strcmp(c.like, "freebase86m")) {
+			fprintf(stderr, "rdps dataset synth: --like: '%s', want freebase86m\n", c.like);
+			return 2;
+		}
+		if (c.have_entities || c.have_relations || c.have_triples || c.have_valid || c.have_test) {
+			fprintf(stderr, "rdps dataset synth: --like sets the counts (F x Freebase86m's): --entities, --relations, --triples, --valid and --test do not apply\n");
+			return 2;
+		}
+		rdps_dataset_synth_like_defaults(&o);
+		o.like = RDPS_SYNTH_FREEBASE86M;
+		o.scale = c.scale;
+		o.threads = (unsigned)c.threads;
+		if (c.have_communities)
+			o.communities = c.communities;
+		if (c.have_noise)
+			o.cross = c.noise;
+		o.seed = c.seed;
+		o.force = c.force;
+		ret = rdps_dataset_synth_like(out, &o, &st, err, sizeof(err));
 	} else if (!strcmp(sub, "synth")) {
 		struct rdps_synth_opts o;
 
+		if (c.have_threads) {
+			fprintf(stderr, "rdps dataset synth: --threads goes with --like\n");
+			return 2;
+		}
 		if (c.wordnet_dir || c.cut || c.format || c.input || c.order || c.files[0]) {
 			fprintf(stderr, "rdps dataset synth: --wordnet-dir/--format/--input/--order/--train do not apply\n");
 			return 2;
@@ -299,7 +380,7 @@ int rdps_cmd_dataset(int argc, char **argv)
 		struct rdps_import_opts o = { 0 };
 
 		if (c.wordnet_dir || c.cut || c.have_entities || c.have_relations || c.have_triples ||
-		    c.have_communities || c.have_noise) {
+		    c.have_communities || c.have_noise || c.like || c.have_scale || c.have_threads) {
 			fprintf(stderr, "rdps dataset import: only --format, --input, --order, --train, --valid, --test, --force apply\n");
 			return 2;
 		}

@@ -200,6 +200,88 @@ int rdps_dataset_synth(const char *out_dir, const struct rdps_synth_opts *o,
 		       struct rdps_dataset_stats *st, char *err, size_t errlen);
 
 /*
+ * A graph shaped like a real one, scaled by F in (0, 1] ("rdps dataset synth
+ * --like freebase86m --scale F"). Freebase86m is DGL-KE's Freebase: 86,054,151
+ * entities, 14,824 relations, 304,727,650 train, 16,929,318 valid and
+ * 16,929,308 test triples; each count becomes round(F x count) (partition/
+ * synth_freebase.c says where the figures and the fitted exponents come from).
+ *
+ * The model, streamed in constant memory (a write buffer per thread; no
+ * per-entity or per-triple state), every triple a pure function of the seed
+ * and its index:
+ *  - entities have popularity ranks 0..N-1 with weight (rank+1)^-beta, so
+ *    degrees follow a power law P(d) ~ d^-alpha, alpha = 1 + 1/beta = 2.15;
+ *    ranks map to entity ids through a seeded Feistel permutation of
+ *    [0, N) (cycle walking), so hubs are spread over the ids;
+ *  - relations have ranks with Zipf weight (rank+1)^-s, s = 0.7 (ids
+ *    permuted the same way);
+ *  - communities: rank r is in community r mod C (C = 32 by default), so
+ *    each community has hubs and a tail of its own. A triple's community is
+ *    drawn by the weight of its members, both ends by weight among them (or
+ *    the second, with probability `cross`, among all entities; never a
+ *    self-loop), its relation by Zipf, and a coin makes one end the head;
+ *  - train triple i < N has entity rank i as an end and (i < R) relation
+ *    rank i, so every entity and relation occurs in train, and so do those
+ *    of valid and test;
+ *  - a seeded hash of (head, relation, tail) puts each distinct triple in
+ *    one class, train (3/4 of them), valid or test (1/8 each); a triple is
+ *    drawn again (whole, in its community) until its class is its split's,
+ *    so no valid or test triple is a train triple, nor valid a test one.
+ *    Exact duplicates inside a split occur where hubs meet (5.8% of train
+ *    lines at F = 0.001, 2.2% at F = 0.01, fewer with more relations).
+ * Discrete power laws are sampled exactly by rejection-inversion (Hörmann &
+ * Derflinger 1996). Output is byte-identical for a seed, whatever the
+ * number of threads, on a given platform (it uses libm's exp and log).
+ */
+enum rdps_synth_shape {
+	RDPS_SYNTH_FREEBASE86M = 0,
+};
+
+struct rdps_synth_like_opts {
+	enum rdps_synth_shape like;
+	double scale;           /* F in (0, 1] */
+	uint64_t communities;   /* C, 0 = 32 */
+	double cross;           /* probability that a triple's second end comes
+				   from the whole graph, < 0 = the shape's
+				   default (0.08) */
+	uint64_t seed;
+	unsigned threads;       /* generating threads, 0 = the online CPUs (at
+				   most 16); the output does not depend on it */
+	int force;              /* replace an existing out_dir */
+};
+
+/* What a set of options produces: the counts, the model's parameters and
+ * the bytes the files will take (an estimate within a few percent). */
+struct rdps_synth_like_plan {
+	uint64_t num_entities;
+	uint32_t num_relations;
+	uint64_t num_triples[RDPS_SPLIT_COUNT];
+	uint64_t num_communities;
+	double degree_exponent;   /* alpha of P(degree = d) ~ d^-alpha */
+	double relation_exponent; /* s of the relations' Zipf law */
+	double cross;
+	uint64_t bytes;           /* the five files together */
+};
+
+/* Defaults: freebase86m, scale 0.001, communities 0, cross -1 (default),
+ * seed 0, threads 0, no force. */
+void rdps_dataset_synth_like_defaults(struct rdps_synth_like_opts *o);
+
+/* Checks the options (scale in (0, 1] and large enough for one relation,
+ * cross in [0, 1], communities <= entities): 0 with *p filled, or -EINVAL
+ * with err naming the option. */
+int rdps_dataset_synth_like_plan(const struct rdps_synth_like_opts *o,
+				 struct rdps_synth_like_plan *p, char *err, size_t errlen);
+
+/* Writes the dataset into out_dir. Before any work it fails on bad options
+ * (-EINVAL, also threads > 64), an existing out_dir without force
+ * (-EEXIST), or a file system with less free space than the plan's bytes
+ * and a 2% margin (-ENOSPC). Logs progress lines (elapsed time, ETA)
+ * through rdps_info. */
+int rdps_dataset_synth_like(const char *out_dir, const struct rdps_synth_like_opts *o,
+			    struct rdps_dataset_stats *st, char *err, size_t errlen);
+
+/*
  * Import of DGL-KE's layouts into the raw layout (normalized: "\r" removed,
  * fields reordered to head, relation, tail, dicts written in id order).
  *  raw: three files of names (DGL-KE's raw_udd_<order>); the dicts are
