@@ -14,6 +14,7 @@ wordnet-base
 qemu-system-x86 busybox-static linux-image-amd64
 openmpi-bin
 gnuplot-nox libzmq3-dev
+groff-base man-db
 clang libclang-rt-14-dev"
 
 SUDO=""

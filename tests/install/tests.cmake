@@ -1,0 +1,12 @@
+# What cmake --install ships, used from a fresh prefix (tests/install/run.sh):
+# install/package builds a C client with pkg-config and one with
+# find_package(rdps) and runs both against the installed rdps server;
+# install/abi checks that librdps.so.0 exports exactly the public headers'
+# C API. Each installs the build tree as it is (ctest runs after a build).
+# Included from tests/CMakeLists.txt.
+foreach(check package abi)
+  add_test(NAME install/${check}
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install/run.sh ${check} ${CMAKE_BINARY_DIR}
+      ${CMAKE_BINARY_DIR}/install-test/${check})
+  set_tests_properties(install/${check} PROPERTIES TIMEOUT 120)
+endforeach()
