@@ -264,12 +264,32 @@ static bool tx_has_room(struct ofi_conn *oc)
 	return oc->tx_out < oc->e.tx_size;
 }
 
+/* The server died: outside a control call it never writes to the control
+ * connection, so readable means closed. */
+static int ctl_closed(struct ofi_conn *oc, const char *what)
+{
+	struct pollfd pfd = { .fd = rdps_tcp_conn_fd(oc->ctl), .events = POLLIN };
+	char why[200];
+
+	if (poll(&pfd, 1, 0) <= 0)
+		return 0;
+	snprintf(why, sizeof(why),
+		 "the server closed its control connection (it died?) while waiting for %s", what);
+	return oc_fail(oc, -ECONNRESET, "%s", why);
+}
+
+struct post_wait {
+	uint64_t deadline;            /* 0: not waited yet */
+	unsigned spins;
+};
+
 /*
  * After a post returned r: 0 (taken), 1 (-FI_EAGAIN: the provider's queue
  * is full or, over rxm, the connection is still being made; the CQ was
- * progressed: post again) or -errno (failed, or still full at *deadline).
+ * progressed: post again) or -errno (failed, the server died, or the queue
+ * stayed full past the timeout).
  */
-static int posted(struct ofi_conn *oc, ssize_t r, uint64_t *deadline, const char *what)
+static int posted(struct ofi_conn *oc, ssize_t r, struct post_wait *pw, const char *what)
 {
 	int ret;
 
@@ -277,13 +297,18 @@ static int posted(struct ofi_conn *oc, ssize_t r, uint64_t *deadline, const char
 		return 0;
 	if (r != -FI_EAGAIN)
 		return oc_fail(oc, -EIO, what, ofi_strerror((int)r));
-	if (!*deadline)
-		*deadline = rdps_now_ns() + (uint64_t)oc->timeout_ms * 1000000ull;
+	if (!pw->deadline)
+		pw->deadline = rdps_now_ns() + (uint64_t)oc->timeout_ms * 1000000ull;
 	ret = poll_cq(oc);
 	if (ret < 0)
 		return ret;
-	if (rdps_now_ns() >= *deadline)
+	if (ret || ++pw->spins % 1024)
+		return 1;
+	if ((ret = ctl_closed(oc, "room in the provider's queue")))
+		return ret;
+	if (rdps_now_ns() >= pw->deadline)
 		return oc_fail(oc, -ETIMEDOUT, what, "the provider's queue stayed full");
+	sched_yield();
 	return 1;
 }
 
@@ -304,10 +329,10 @@ static int post_read(struct ofi_conn *oc, void *buf, size_t len, uint64_t raddr,
 	struct fi_msg_rma msg = { .msg_iov = &iov, .desc = &desc, .iov_count = 1,
 				  .addr = oc->srv, .rma_iov = &rma, .rma_iov_count = 1,
 				  .context = ctx };
-	uint64_t deadline = 0;
+	struct post_wait pw = { 0 };
 	int ret;
 
-	while ((ret = posted(oc, fi_readmsg(oc->e.ep, &msg, flags), &deadline,
+	while ((ret = posted(oc, fi_readmsg(oc->e.ep, &msg, flags), &pw,
 			     "posting an RMA READ failed: %s")) > 0)
 		flags &= ~FI_MORE; /* what came before goes out now */
 	if (!ret)
@@ -498,10 +523,10 @@ static int post_send(struct ofi_conn *oc, uint32_t s, size_t len, uint64_t flags
 	struct iovec iov = { .iov_base = slot_buf(oc, s), .iov_len = len };
 	struct fi_msg msg = { .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oc->srv,
 			      .context = OFI_CTX(OFI_OP_SEND, s) };
-	uint64_t deadline = 0;
+	struct post_wait pw = { 0 };
 	int ret;
 
-	while ((ret = posted(oc, fi_sendmsg(oc->e.ep, &msg, flags), &deadline,
+	while ((ret = posted(oc, fi_sendmsg(oc->e.ep, &msg, flags), &pw,
 			     "posting a send failed: %s")) > 0)
 		flags &= ~FI_MORE;
 	if (!ret)
