@@ -6,18 +6,23 @@
 # that "rdps --help" lists under "commands:" (a command whose help lists
 # "kinds:", as rdps bench, also gets each "rdps CMD KIND --help"). The
 # help texts are the reference; help2roff.awk only lays them out.
-# Run at build time (CMakeLists.txt, target rdps_man).
+# Run at build time (CMakeLists.txt, target rdps_man): STAMP is touched
+# only when every page was written, so a page missing because a command's
+# --help failed (a warning; the build goes on) is tried again next build.
 #
-# usage: rdps-man.sh RDPS_BINARY OUT_DIR VERSION
+# usage: rdps-man.sh RDPS_BINARY OUT_DIR VERSION STAMP
 set -eu
 
-if [ $# -ne 3 ]; then
-	echo "usage: rdps-man.sh RDPS_BINARY OUT_DIR VERSION" >&2
+if [ $# -ne 4 ]; then
+	echo "usage: rdps-man.sh RDPS_BINARY OUT_DIR VERSION STAMP" >&2
 	exit 2
 fi
 bin=$1
 out=$2
 version=$3
+stamp=$4
+missing=0
+rm -f "$stamp"
 awkf=$(dirname "$0")/help2roff.awk
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -55,6 +60,7 @@ while read -r cmd summary; do
 		# The build goes on without this page; the install test names it.
 		echo "rdps-man.sh: warning: '$bin $cmd --help' failed; no rdps-$cmd(1):" >&2
 		cat "$tmp/err" >&2
+		missing=$((missing + 1))
 		continue
 	fi
 	{
@@ -66,7 +72,13 @@ while read -r cmd summary; do
 			while read -r kind _; do
 				[ -n "$kind" ] || continue
 				printf '.SS "rdps %s %s"\n' "$(esc "$cmd")" "$(esc "$kind")"
-				"$bin" "$cmd" "$kind" --help | awk -v nested=1 -f "$awkf"
+				if "$bin" "$cmd" "$kind" --help > "$tmp/kind" 2> "$tmp/err"; then
+					awk -v nested=1 -f "$awkf" "$tmp/kind"
+				else
+					echo "rdps-man.sh: warning: '$bin $cmd $kind --help' failed:" >&2
+					cat "$tmp/err" >&2
+					missing=$((missing + 1))
+				fi
 			done < "$tmp/kinds"
 		fi
 		printf '.SH SEE ALSO\n.BR rdps (1)\n'
@@ -103,3 +115,6 @@ done < "$tmp/commands"
 	done
 } > "$tmp/page"
 mv "$tmp/page" "$out/rdps.1"
+if [ "$missing" -eq 0 ]; then
+	touch "$stamp"
+fi
