@@ -2,7 +2,8 @@
 /*
  * rdps_dataset_synth_like: a Freebase86m-shaped graph scaled by F, streamed
  * (see rdps/dataset.h for the model). Every triple is a pure function of
- * (seed, its index); the only memory is one write buffer.
+ * (seed, its index); the memory is a 5 MB block buffer per thread and the
+ * communities' law constants (64 bytes each, up to 4096 communities).
  *
  * Where the figures come from:
  *  - Counts: DGL-KE's Freebase (data.dgl.ai/dataset/Freebase.zip): 86,054,151
