@@ -804,6 +804,124 @@ if logs and ev:
         gp.append("unset y2tics; unset y2label; set ytics mirror")
         plots.append("training-curve")
 
+# ---------------------------------------------------------------------------
+# Scale (perf/scale.sh, issue 16): its results live in RES/scale/.
+def load_scale(name):
+    path = os.path.join(RES, "scale", name + ".jsonl")
+    rows = []
+    if os.path.exists(path):
+        with open(path) as f:
+            rows = [json.loads(l) for l in f if l.strip().startswith("{")]
+    return rows
+
+
+sc_part, sc_train, sc_gen = load_scale("partition"), load_scale("train"), load_scale("gen")
+if sc_part or sc_train:
+    md.append("\n## Scale: a Freebase-shaped graph (`perf/scale.sh`, issue 16)\n\n")
+    md.append("Graphs from `rdps dataset synth --like freebase86m --scale F` (Freebase86m's counts times F: "
+              "86,054,151 entities, 14,824 relations, 338,586,276 triples; power-law degrees, Zipf relation "
+              "frequencies, 32 communities; see the README's Datasets section). Partitions into k = 2 with "
+              "METIS (coarsened by label propagation past 2^22 adjacency entries) and at random; peak RSS "
+              "against the CSR graph METIS takes (xadj, two vertex weights, a 32-bit word per direction of a "
+              "triple in adjncy and in adjwgt). `perf/scale.sh` reproduces it (see its header for the time it "
+              "takes); it is not part of `perf/run.sh`.\n\n")
+    gens = {r["scale"]: r for r in sc_gen}
+    rows = []
+    for r in sorted(pick(sc_part, "scale_partition", method="metis"), key=lambda r: r["scale"]):
+        rnd = one(sc_part, "scale_partition", method="random", scale=r["scale"])
+        g = gens.get(r["scale"])
+        rows.append([r["scale"], "{:,}".format(r["entities"]), "{:,}".format(r["train"]),
+                     num(g["seconds"], "{:.0f}") if g else "-",
+                     num(r["seconds"], "{:.1f}"), num(r["peak_rss_mib"], "{:.0f}"), num(r["csr_mib"], "{:.0f}"),
+                     "{:.2f}x".format(r["peak_over_csr"]),
+                     "yes ({:,} clusters)".format(r["coarsened_clusters"]) if r.get("coarsened_clusters") else "no",
+                     num(r["local_triple_fraction"], "{:.4f}"),
+                     num(rnd["local_triple_fraction"], "{:.4f}") if rnd else "-"])
+    skipped = [r for r in sc_part if r.get("bench") == "scale_skip"]
+    if rows:
+        md.append(table(["F", "entities", "train triples", "generation s", "partition s", "peak RSS MiB",
+                         "CSR MiB", "peak / CSR", "coarsened", "local triples (METIS)",
+                         "local triples (random)"], rows))
+        worst = max(r["peak_over_csr"] for r in pick(sc_part, "scale_partition", method="metis"))
+        full = [r for r in pick(sc_part, "scale_partition", method="metis") if r["scale"] >= 1.0]
+        md.append("\nGoal: peak RSS at most 3x the CSR graph: **{}** (worst {:.2f}x); the full shape "
+                  "partitioned within 24 GiB: **{}**.\n".format(
+                      "met" if worst <= 3 else "not met", worst,
+                      "met ({:.1f} GiB)".format(full[0]["peak_rss_mib"] / 1024)
+                      if full and full[0]["peak_rss_mib"] <= 24 * 1024 else
+                      ("not met" if full else "not run")))
+    for r in skipped:
+        md.append("\nF = {} was skipped: {}.\n".format(r["scale"], r.get("reason", "?")))
+    cost = sorted(pick(sc_train, "scale_train", network="local"), key=lambda r: r["scale"])
+    cost = [r for r in cost if r["label"].startswith("cost-")]
+    if cost:
+        md.append("\n### Cost curve: 2 servers + 2 trainers over TCP on this machine\n\n"
+                  "TransE_l2, dim 100, batch 1024, neg 200, the same steps at every F. Time per 1M training "
+                  "triples = the trainers' training time / triples they trained, in millions; memory per "
+                  "entity = the servers' peak RSS (both, summed) per row they hold, against what a row and "
+                  "its row-wise Adagrad state need (404 bytes).\n\n")
+        rows = []
+        for r in cost:
+            ld = [x for x in load_scale("load-{}".format(r["scale"]))] if False else []
+            rows.append([r["scale"], "{:,}".format(r["entities"]), r["steps"], num(r.get("pos_per_s"), "{:.0f}"),
+                         num(r.get("seconds_per_1m_triples"), "{:.2f}"), num(r.get("server_bytes_per_row"), "{:.0f}"),
+                         "{:.2f}x".format(r["server_rss_over_need"]) if r.get("server_rss_over_need") else "-"])
+        md.append(table(["F", "entities", "steps per trainer", "pos triples/s", "s per 1M triples",
+                         "server bytes per row", "over need"], rows))
+        base, top = cost[0], cost[-1]
+        if base.get("seconds_per_1m_triples") and top.get("seconds_per_1m_triples"):
+            g = top["seconds_per_1m_triples"] / base["seconds_per_1m_triples"]
+            md.append("\nGoal: time per 1M triples at F = {} within 1.3x of F = {}: {:.2f}x, **{}**. "
+                      "Server RSS per row within 1.2x of what rows and state need at F = {}: {}.\n".format(
+                          top["scale"], base["scale"], g, "met" if g <= 1.3 else "not met", top["scale"],
+                          "**met** ({:.2f}x)".format(top["server_rss_over_need"])
+                          if top.get("server_rss_over_need", 9) <= 1.2 else
+                          "**not met** ({:.2f}x)".format(top.get("server_rss_over_need", float("nan")))))
+        pts_t = [(r["scale"], r["seconds_per_1m_triples"]) for r in cost if r.get("seconds_per_1m_triples")]
+        pts_m = [(r["scale"], r["server_bytes_per_row"]) for r in cost if r.get("server_bytes_per_row")]
+        if pts_t:
+            gp.append("set output '{}'".format(os.path.join(OUT, "scale-cost.png")))
+            gp.append("set title 'Cost against scale F of the Freebase-shaped graph (2 servers + 2 trainers, TCP)'")
+            gp.append("set xlabel 'F (log scale)'; set ylabel 'seconds per 1M training triples'; "
+                      "set y2label 'server bytes per entity row'; set logscale x; set ytics nomirror; "
+                      "set y2tics; set yrange [0:*]; set y2range [0:*]; set key bottom right; set grid")
+            gp.append("plot '{}' using 1:2 with linespoints lw 2 pt 7 title 'time per 1M triples (left)', "
+                      "'{}' using 1:2 axes x1y2 with linespoints lw 2 pt 5 title 'bytes per row (right)'".format(
+                          write_dat("scale-time", pts_t), write_dat("scale-mem", pts_m)))
+            gp.append("unset logscale; unset y2tics; unset y2label; set ytics mirror; set autoscale")
+            plots.append("scale-cost")
+        lrows = []
+        for r in cost:
+            lr = load_scale("load-{}".format(r["scale"]))
+            for cache in ("cold", "warm"):
+                u = one(lr, "load", method="io_uring", cache=cache)
+                pr = one(lr, "load", method="pread", cache=cache)
+                if u and pr:
+                    lrows.append([r["scale"], cache, gbs(u["gb_per_s"]), gbs(pr["gb_per_s"]),
+                                  ratio(u["gb_per_s"] / pr["gb_per_s"] if pr["gb_per_s"] else None)])
+        if lrows:
+            md.append("\nLoading a part file (the trainers' triples) with the io_uring loader against pread, "
+                      "checksum verified while reading, median of 5 rounds:\n\n")
+            md.append(table(["F", "cache", "io_uring GB/s", "pread GB/s", "io_uring / pread"], lrows))
+    big = {r["label"]: r for r in sc_train if r["label"].startswith("big-")}
+    if big:
+        md.append("\n### Training at F = {} and evaluation\n\n".format(
+            next(iter(big.values()))["scale"]))
+        rows = []
+        for label, what in (("big-untrained", "untrained (0 steps): the random-embedding baseline"),
+                            ("big-epoch", "one epoch, TCP on this machine"),
+                            ("big-namespaces", "4 network namespaces (2 server hosts + 2 trainer hosts), TCP")):
+            r = big.get(label)
+            if r:
+                rows.append([what, r["steps"], num(r.get("pos_per_s"), "{:.0f}"),
+                             num(r.get("mrr"), "{:.4f}"), num(r.get("hits10"), "{:.4f}"),
+                             num(r.get("servers_peak_rss_mib"), "{:.0f}")])
+        md.append(table(["run", "steps per trainer", "pos triples/s", "test MRR (sampled)",
+                         "Hits@10 (sampled)", "servers' peak RSS MiB"], rows))
+        md.append("\nEvaluation as DGL-KE evaluates Freebase: each test triple (a 5% share) ranked against 1,000 "
+                  "entities drawn per batch of queries (`--neg_sample_size_eval 1000 --no_eval_filter`), the same "
+                  "way for the trained and the untrained model.\n")
+
 gpfile = os.path.join(PLOT, "plots.gp")
 with open(gpfile, "w") as f:
     f.write("\n".join(gp) + "\n")
