@@ -18,6 +18,9 @@
 #   --data DIR           scratch for datasets and partitions (default
 #                        /tmp/rdps-scale; needs the disk the scales need)
 #   --build DIR          build directory (default <repo>/build)
+#   --only PHASE         partition (generation and partitioning of --scales) or
+#                        train (the training runs; their graphs are made if
+#                        missing): one half, keeping the other's results
 #
 # For every F: generation time; the METIS partition (k = 2, coarsened past
 # 2^22 adjacency entries) and a random one: wall time, peak RSS against the
@@ -45,6 +48,7 @@ TRAIN_SCALES=0.01,0.03,0.1
 BIG=0.1
 STEPS=3000
 NS=1
+ONLY=
 while (($#)); do
 	case $1 in
 	--scales) SCALES=${2:?}; shift ;;
@@ -55,6 +59,7 @@ while (($#)); do
 	--quick) SCALES=0.001,0.002; TRAIN_SCALES=0.001,0.002; BIG=0.002; STEPS=200 ;;
 	--data) DATA=${2:?}; shift ;;
 	--build) BUILD=${2:?}; shift ;;
+	--only) ONLY=${2:?}; shift; [[ $ONLY == partition || $ONLY == train ]] || { echo "perf/scale.sh: --only partition|train" >&2; exit 2; } ;;
 	-h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "perf/scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -69,7 +74,11 @@ die() { echo "perf/scale.sh: $*" >&2; exit 1; }
 [[ -x $RDPS ]] || die "$RDPS is missing: build first (cmake --build $BUILD)"
 command -v /usr/bin/time >/dev/null || die "/usr/bin/time is missing (apt-get install time)"
 mkdir -p "$OUT" "$DATA"
-rm -f "$OUT"/*.jsonl "$OUT"/*.log
+case $ONLY in
+partition) rm -f "$OUT"/gen.jsonl "$OUT"/partition.jsonl "$OUT"/gen-*.log "$OUT"/partition-*.log ;;
+train) rm -f "$OUT"/train.jsonl "$OUT"/load-*.jsonl "$OUT"/train-*.log "$OUT"/load-*.log ;;
+*) rm -f "$OUT"/*.jsonl "$OUT"/*.log ;;
+esac
 
 # Free loopback ports for a job's servers.
 port_base() { echo $((20000 + (RANDOM % 200) * 50)); }
@@ -144,6 +153,7 @@ partition() { # F method -> partition dir
 }
 
 IFS=, read -ra SC <<<"$SCALES"
+[[ $ONLY == train ]] && SC=()
 for f in "${SC[@]}"; do
 	if [[ $f == 1.0 || $f == 1 ]]; then
 		avail=$(df -Pk "$DATA" | awk 'NR == 2 { print $4 }')
@@ -212,6 +222,13 @@ job() {
 	/usr/bin/python3 "$ROOT/perf/scale_parse.py" train "$label" "$f" "$steps" "$p" \
 		"$DATA/rss-$label" "$log" "${nsmode:-local}" >>"$OUT/train.jsonl"
 }
+
+if [[ $ONLY == partition ]]; then
+	step "report"
+	/usr/bin/python3 "$ROOT/perf/report.py" "$ROOT/perf/results" "$ROOT/perf"
+	step "done ($((SECONDS - T0)) s)"
+	exit 0
+fi
 
 IFS=, read -ra TS <<<"$TRAIN_SCALES"
 for f in "${TS[@]}"; do
