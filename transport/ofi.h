@@ -212,6 +212,10 @@ int ofi_provider_pick(char *name, size_t len, char *why, size_t whylen);
 /* Whether libfabric's efa provider sees an EFA device (its domain's name
  * into dev). */
 bool ofi_efa_present(char *dev, size_t len);
+/* Whether the provider ofi_provider_pick() names has RDM endpoints with
+ * RMA reads (the tests' check; declared again in tests/integration/
+ * ofi_env.h, which keeps libfabric's headers out of the suites). */
+bool ofi_rma_provider_available(void);
 /* Opens an RDM endpoint of the wanted provider, bound to node (an IP
  * address the provider may bind to, or NULL), with its queues; a server
  * sizes its receive queue for its pool. Pulls are one-sided if the

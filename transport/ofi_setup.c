@@ -129,6 +129,20 @@ static bool provider_present(const char *prov, char *dev, size_t devlen)
 	return ok;
 }
 
+static int getinfo(const char *prov, const char *node, bool rma, struct fi_info **info);
+
+bool ofi_rma_provider_available(void)
+{
+	char prov[OFI_PROV_MAX], why[320];
+	struct fi_info *info = NULL;
+
+	if (ofi_provider_pick(prov, sizeof(prov), why, sizeof(why)) ||
+	    getinfo(prov, NULL, true, &info))
+		return false;
+	fi_freeinfo(info);
+	return true;
+}
+
 bool ofi_efa_present(char *dev, size_t len)
 {
 	return provider_present("efa", dev, len);

@@ -5,7 +5,9 @@
  * Shared-secret authentication: a client with the wrong secret (or none)
  * gets no row, no table range and no rkey; both sides say why; a client
  * with a secret refuses a server that cannot prove it; the right secret
- * works. Over TCP (server process) and in-process.
+ * works. Over the network (a server process: the first of
+ * RDPS_TEST_TRANSPORTS, tcp by default, ofi in integration/test_auth/ofi)
+ * and in-process.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -22,6 +24,7 @@
 
 #include "rdps/client.h"
 #include "rdps/server.h"
+#include "ofi_env.h"
 #include "rdps_test.h"
 #include "transport/wire.h"
 
@@ -30,12 +33,20 @@
 static char *dir, *ipc, *logpath, *secret_path;
 static int port;
 static pid_t server;
+static char tbuf[16];
+static const char *transport = "tcp";
 
 static void start(const char *secret_file)
 {
 	char text[64];
 	char *argv[16] = { RDPS_BIN, "server", "--ip_config", NULL, "--server_id", "0",
-			   "--transport", "tcp", "--table", "entity:100:4", NULL };
+			   "--transport", NULL, "--table", "entity:100:4", NULL };
+
+	transport = rdps_test_net_transport(tbuf, sizeof(tbuf));
+	if (!transport)
+		cr_skip_test("libfabric has no RDM provider with RMA within FI_PROVIDER=%s",
+			     getenv("FI_PROVIDER"));
+	argv[7] = (char *)transport;
 
 	port = rdps_test_free_ports(1);
 	dir = rdps_test_tmpdir("auth");
@@ -79,7 +90,7 @@ static void stop(void)
 static int try_client(const char *secret, char *err, size_t errlen, struct rdps_client **out)
 {
 	struct rdps_secret s = { .len = secret ? strlen(secret) : 0 };
-	struct rdps_client_params p = { .ip_config = ipc, .transport = "tcp", .client_id = 0,
+	struct rdps_client_params p = { .ip_config = ipc, .transport = transport, .client_id = 0,
 					.num_clients = 1, .timeout_ms = 5000, .quiet = true,
 					.secret = &s };
 
@@ -132,7 +143,7 @@ Test(auth, wrong_secret_is_refused_on_both_sides, .init = start_with_secret, .fi
 	/* The refusal is counted (an observer with the right secret asks). */
 	{
 		struct rdps_secret s = { .len = strlen(SECRET) };
-		struct rdps_client_params p = { .ip_config = ipc, .transport = "tcp",
+		struct rdps_client_params p = { .ip_config = ipc, .transport = transport,
 						.num_clients = 1, .timeout_ms = 5000, .quiet = true,
 						.observer = true, .secret = &s };
 

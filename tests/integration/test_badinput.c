@@ -4,7 +4,9 @@
  * Bad input on the wire: each case sends raw frames to a real server
  * process, asserts the error (an error reply, or the connection closed),
  * that the server logged one line naming the peer and the reason, and that
- * it still serves another client afterwards.
+ * it still serves another client afterwards. The server (and that client)
+ * run the first of RDPS_TEST_TRANSPORTS (tcp by default; ofi in
+ * integration/test_badinput/ofi): the frames go to its control connection.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "rdps/client.h"
+#include "ofi_env.h"
 #include "rdps_test.h"
 #include "transport/wire.h"
 
@@ -31,14 +34,22 @@
 static char *dir, *ipc, *logpath;
 static int port;
 static pid_t server;
+static char tbuf[16];
+static const char *transport = "tcp";
 
 static void start_server(void)
 {
 	char text[64], portstr[16];
 	char *argv[] = { RDPS_BIN, "server", "--ip_config", NULL, "--server_id", "0",
-			 "--transport", "tcp", "--table", "entity:100:4", "--table",
+			 "--transport", NULL, "--table", "entity:100:4", "--table",
 			 "relation:5:4", "--optimizer", "sgd", "--lr", "1", "--init", "zeros",
 			 NULL };
+
+	transport = rdps_test_net_transport(tbuf, sizeof(tbuf));
+	if (!transport)
+		cr_skip_test("libfabric has no RDM provider with RMA within FI_PROVIDER=%s",
+			     getenv("FI_PROVIDER"));
+	argv[7] = (char *)transport;
 
 	port = rdps_test_free_ports(1);
 	cr_assert_gt(port, 0);
@@ -134,7 +145,7 @@ static void pull_raw(int s, uint32_t table, uint64_t id)
 /* Another client can still pull and push. */
 static void expect_still_serving(void)
 {
-	struct rdps_client_params p = { .ip_config = ipc, .transport = "tcp",
+	struct rdps_client_params p = { .ip_config = ipc, .transport = transport,
 					.client_id = CHECKER_ID, .num_clients = JOB_CLIENTS,
 					.timeout_ms = 5000, .quiet = true };
 	struct rdps_client *c;

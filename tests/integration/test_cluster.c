@@ -6,8 +6,10 @@
  * batches; after flush + barrier every row must equal minus the sum of all
  * gradients ever pushed for it, exactly (gradients are multiples of 1/4, so
  * float sums are exact in any order). One suite, parametrised over
- * transports: RDPS_TEST_TRANSPORTS (default "tcp,inproc"); tcp runs servers
- * and clients as separate processes, inproc as threads of one process.
+ * transports: RDPS_TEST_TRANSPORTS (default "tcp,inproc", and ofi where
+ * libfabric has its tcp;ofi_rxm provider: ofi_env.h); tcp, verbs and ofi
+ * run servers and clients as separate processes, inproc as threads of one
+ * process.
  * RDPS_TEST_HOST sets the servers' address (default 127.0.0.1). With
  * RDPS_TEST_REMOTE_PORT the servers already run elsewhere (another host) at
  * that base port, started with the arguments of server_args(); only the
@@ -26,6 +28,7 @@
 
 #include "rdps/client.h"
 #include "rdps/server.h"
+#include "ofi_env.h"
 #include "rdps_test.h"
 
 #define NUM_SERVERS 2
@@ -369,7 +372,8 @@ ParameterizedTestParameters(cluster, exact_sums)
 	struct transport_param *params = cr_malloc(8 * sizeof(*params));
 	size_t n = 0;
 
-	snprintf(buf, sizeof(buf), "%s", env && *env ? env : "tcp,inproc");
+	snprintf(buf, sizeof(buf), "%s",
+		 env && *env ? env : rdps_test_ofi_available() ? "tcp,inproc,ofi" : "tcp,inproc");
 	for (tok = strtok_r(buf, ",", &save); tok && n < 8; tok = strtok_r(NULL, ",", &save))
 		snprintf(params[n++].name, sizeof(params[0].name), "%s", tok);
 	return cr_make_param_array(struct transport_param, params, n, free_params);
@@ -380,6 +384,9 @@ ParameterizedTest(struct transport_param *tp, cluster, exact_sums, .timeout = 18
 	struct cluster cl;
 
 	cr_log_info("transport %s", tp->name);
+	if (!strcmp(tp->name, "ofi") && !rdps_test_ofi_available())
+		cr_skip_test("libfabric has no RDM provider with RMA within FI_PROVIDER=%s",
+			     getenv("FI_PROVIDER"));
 	setup_cluster(&cl, tp->name);
 	if (!strcmp(tp->name, "inproc"))
 		run_threads(&cl);

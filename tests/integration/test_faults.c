@@ -13,7 +13,8 @@
  * Servers and clients are forked processes (SGD, lr 1, zero init; each push
  * adds 1 to every element of a row, so values are exact counts). The
  * transport is the first of RDPS_TEST_TRANSPORTS (default tcp), the address
- * RDPS_TEST_HOST (default 127.0.0.1); the soft-RoCE suite runs it on verbs.
+ * RDPS_TEST_HOST (default 127.0.0.1); the soft-RoCE suite runs it on verbs,
+ * ctest once more on ofi (tests.cmake: integration/test_faults/ofi).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -37,6 +38,7 @@
 #include "rdps/common.h"
 #include "rdps/partition.h"
 #include "rdps/server.h"
+#include "ofi_env.h"
 #include "rdps_test.h"
 
 #define NCLIENTS 8
@@ -214,6 +216,9 @@ Test(faults, kill_and_restart_a_server_under_load, .timeout = 240)
 
 	if (tenv && *tenv)
 		snprintf(transport, sizeof(transport), "%.*s", (int)strcspn(tenv, ","), tenv);
+	if (!strcmp(transport, "ofi") && !rdps_test_ofi_available())
+		cr_skip_test("libfabric has no RDM provider with RMA within FI_PROVIDER=%s",
+			     getenv("FI_PROVIDER"));
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(sh, MAP_FAILED);
 	memset(sh, 0, sizeof(*sh));
@@ -391,6 +396,9 @@ Test(faults, first_connection_retries_a_server_restarting, .timeout = 120)
 
 	if (tenv && *tenv)
 		snprintf(transport, sizeof(transport), "%.*s", (int)strcspn(tenv, ","), tenv);
+	if (!strcmp(transport, "ofi") && !rdps_test_ofi_available())
+		cr_skip_test("libfabric has no RDM provider with RMA within FI_PROVIDER=%s",
+			     getenv("FI_PROVIDER"));
 	dir = rdps_test_tmpdir("faults-first");
 	cr_assert(asprintf(&ckdir, "%s/ckpt", dir) > 0);
 	snprintf(text, sizeof(text), "%s %d 1\n", henv && *henv ? henv : "127.0.0.1", port);
@@ -542,6 +550,9 @@ Test(faults, restart_reports_the_rows_it_rolled_back, .timeout = 120)
 
 	if (tenv && *tenv)
 		snprintf(transport, sizeof(transport), "%.*s", (int)strcspn(tenv, ","), tenv);
+	if (!strcmp(transport, "ofi") && !rdps_test_ofi_available())
+		cr_skip_test("libfabric has no RDM provider with RMA within FI_PROVIDER=%s",
+			     getenv("FI_PROVIDER"));
 	dir = rdps_test_tmpdir("faults-rollback");
 	cr_assert(asprintf(&ckdir, "%s/ckpt", dir) > 0);
 	cr_assert(asprintf(&clog_path, "%s/clients.log", dir) > 0);
