@@ -28,6 +28,8 @@ static const char *const optimizer_names[] = {
 	[RDPS_OPT_SGD] = "sgd",
 	[RDPS_OPT_ADAGRAD_ROW] = "adagrad_row",
 	[RDPS_OPT_ADAGRAD] = "adagrad",
+	[RDPS_OPT_ADAM] = "adam",
+	[RDPS_OPT_NONE] = "none",
 };
 
 int rdps_optimizer_parse(const char *name)
@@ -42,7 +44,7 @@ int rdps_optimizer_parse(const char *name)
 
 const char *rdps_optimizer_name(int opt)
 {
-	if (opt < 0 || opt > RDPS_OPT_ADAGRAD)
+	if (opt < 0 || opt > RDPS_OPT_NONE)
 		return "unknown";
 	return optimizer_names[opt];
 }

@@ -30,8 +30,12 @@ struct rdps_shard {
 	size_t stride, len;
 	char *base;            /* page-aligned rows */
 	int optimizer;
-	float lr, eps;
-	float *state;          /* Adagrad: a float per row part, or dim floats per row */
+	float lr, eps, beta1, beta2;
+	float *state;          /* see rdps_shard_state_floats */
+	size_t state_len;      /* its bytes as allocated */
+	/* Applies hold it to read, rdps_shard_set_optimizer to write: the
+	 * optimizer and its state never change under an apply. */
+	pthread_rwlock_t opt_lock;
 	uint32_t nparts;       /* row parts (1: the whole row) */
 	uint32_t part_end[RDPS_ROW_PARTS_MAX]; /* first column after each part */
 	pthread_mutex_t *locks; /* one per stripe of 1 << stripe_shift rows */
@@ -177,17 +181,57 @@ static inline void row_seal(char *row, const float *data, uint32_t dim, uint64_t
 			 rdps_row_checksum(v, data, dim), __ATOMIC_RELAXED);
 }
 
+/* Optimizer state floats per row (see rdps_shard_state_floats). */
+static uint64_t state_per_row(const struct rdps_shard *s, int opt)
+{
+	switch (opt) {
+	case RDPS_OPT_ADAGRAD_ROW:
+		return s->nparts;
+	case RDPS_OPT_ADAGRAD:
+		return s->dim;
+	case RDPS_OPT_ADAM:
+		return 2 * (uint64_t)s->dim + 1;
+	default:
+		return 0;
+	}
+}
+
+int rdps_shard_set_optimizer(struct rdps_shard *s, int optimizer, float lr, float eps,
+			     float beta1, float beta2)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes;
+	float *state = NULL;
+
+	if (optimizer < RDPS_OPT_SGD || optimizer > RDPS_OPT_NONE || !(lr >= 0.0f) ||
+	    !(eps >= 0.0f) || !(beta1 >= 0.0f && beta1 < 1.0f) || !(beta2 >= 0.0f && beta2 < 1.0f))
+		return -EINVAL;
+	bytes = (s->hi - s->lo) * state_per_row(s, optimizer) * sizeof(float);
+	if (bytes && !(state = table_alloc(&bytes, page)))
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&s->opt_lock);
+	free(s->state);
+	s->state = state;
+	s->state_len = bytes;
+	s->optimizer = optimizer;
+	s->lr = lr;
+	s->eps = eps > 0 ? eps : optimizer == RDPS_OPT_ADAM ? RDPS_ADAM_EPS : RDPS_ADAGRAD_EPS;
+	s->beta1 = beta1 > 0 ? beta1 : RDPS_ADAM_BETA1;
+	s->beta2 = beta2 > 0 ? beta2 : RDPS_ADAM_BETA2;
+	pthread_rwlock_unlock(&s->opt_lock);
+	return 0;
+}
+
 int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out)
 {
 	struct rdps_shard *s;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), nrows, state_len = 0;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), nrows;
 	int ret;
 
 	*out = NULL;
 	if (!p->name || !p->name[0] || strlen(p->name) >= RDPS_TABLE_NAME_MAX ||
 	    p->dim == 0 || p->dim > RDPS_MAX_DIM || p->lo > p->hi ||
 	    p->hi > p->num_rows || p->optimizer < RDPS_OPT_SGD ||
-	    p->optimizer > RDPS_OPT_ADAGRAD || !(p->lr >= 0.0f) ||
+	    p->optimizer > RDPS_OPT_NONE || !(p->lr >= 0.0f) ||
 	    (p->init != RDPS_INIT_UNIFORM && p->init != RDPS_INIT_ZEROS) ||
 	    p->num_parts > RDPS_ROW_PARTS_MAX)
 		return -EINVAL;
@@ -209,9 +253,6 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 	s->lo = p->lo;
 	s->hi = p->hi;
 	s->stride = rdps_row_stride(p->dim);
-	s->optimizer = p->optimizer;
-	s->lr = p->lr;
-	s->eps = p->eps > 0 ? p->eps : 1e-10f;
 	s->nparts = p->num_parts > 1 ? p->num_parts : 1;
 	for (uint32_t k = 0, end = 0; k < s->nparts; k++) {
 		end += s->nparts == 1 ? p->dim : p->parts[k].cols;
@@ -231,19 +272,10 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 		/* Version 0 is sealed too: readers may come before any push. */
 		row_seal(row_ptr(s, i), row_data(row_ptr(s, i)), s->dim, 0);
 	}
-	if (s->optimizer == RDPS_OPT_ADAGRAD_ROW)
-		state_len = nrows * s->nparts;
-	else if (s->optimizer == RDPS_OPT_ADAGRAD)
-		state_len = nrows * s->dim;
-	if (state_len) {
-		size_t bytes = state_len * sizeof(float);
-
-		s->state = table_alloc(&bytes, page);
-		if (!s->state) {
-			ret = -ENOMEM;
-			goto err_free_base;
-		}
-	}
+	pthread_rwlock_init(&s->opt_lock, NULL);
+	ret = rdps_shard_set_optimizer(s, p->optimizer, p->lr, p->eps, p->beta1, p->beta2);
+	if (ret)
+		goto err_free_state;
 	/* At most 64k stripes: a small table (relations) gets a lock per row,
 	 * a big one's locks stay a few MB. */
 	while ((nrows >> s->stripe_shift) > 65536)
@@ -261,7 +293,7 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 
 err_free_state:
 	free(s->state);
-err_free_base:
+	pthread_rwlock_destroy(&s->opt_lock);
 	free(s->base);
 err_free_shard:
 	free(s);
@@ -275,6 +307,7 @@ void rdps_shard_destroy(struct rdps_shard *s)
 	for (uint64_t k = 0; s->locks && k < s->nstripes; k++)
 		pthread_mutex_destroy(&s->locks[k]);
 	free(s->locks);
+	pthread_rwlock_destroy(&s->opt_lock);
 	free(s->state);
 	free(s->base);
 	free(s);
@@ -478,12 +511,29 @@ static inline __attribute__((always_inline)) void update_row(struct rdps_shard *
 				w[j] -= step * g[j];
 			j0 = end;
 		}
-	} else {
+	} else if (opt == RDPS_OPT_ADAGRAD) {
 		float *restrict st = s->state + local * dim;
 
 		for (uint32_t j = 0; j < dim; j++) {
 			st[j] += g[j] * g[j];
 			w[j] -= lr * g[j] / (sqrtf(st[j]) + eps);
+		}
+	} else { /* RDPS_OPT_ADAM, as DGL's SparseAdam */
+		float *restrict m = s->state + local * (2 * (uint64_t)dim + 1);
+		float *restrict sq = m + dim;
+		const float b1 = s->beta1, b2 = s->beta2;
+		float bc1, bc2;
+		uint32_t t;
+
+		memcpy(&t, sq + dim, sizeof(t)); /* the row's step count */
+		t++;
+		memcpy(sq + dim, &t, sizeof(t));
+		bc1 = 1.0f - powf(b1, (float)t);
+		bc2 = 1.0f - powf(b2, (float)t);
+		for (uint32_t j = 0; j < dim; j++) {
+			m[j] = b1 * m[j] + (1.0f - b1) * g[j];
+			sq[j] = b2 * sq[j] + (1.0f - b2) * g[j] * g[j];
+			w[j] -= lr * (m[j] / bc1) / (sqrtf(sq[j] / bc2) + eps);
 		}
 	}
 	row_seal(row, w, dim, v);
@@ -511,6 +561,8 @@ static inline __attribute__((always_inline)) void prefetch_row(const struct rdps
 		__builtin_prefetch(s->state + local * s->nparts, 0, 3);
 	else if (opt == RDPS_OPT_ADAGRAD)
 		__builtin_prefetch(s->state + local * s->dim, 0, 3);
+	else if (opt == RDPS_OPT_ADAM)
+		__builtin_prefetch(s->state + local * (2 * (uint64_t)s->dim + 1), 0, 3);
 }
 
 /* Inlined always, into each clone of rdps_shard_apply_gather and per
@@ -594,13 +646,50 @@ __attribute__((target_clones("arch=x86-64-v3", "default")))
 int rdps_shard_apply_gather(struct rdps_shard *s, const uint64_t *ids, const float *grads,
 			    const uint32_t *index, uint32_t n)
 {
+	int ret;
+
+	pthread_rwlock_rdlock(&s->opt_lock);
 	switch (s->optimizer) {
 	case RDPS_OPT_SGD:
-		return apply_all(s, ids, grads, index, n, RDPS_OPT_SGD);
+		ret = apply_all(s, ids, grads, index, n, RDPS_OPT_SGD);
+		break;
 	case RDPS_OPT_ADAGRAD_ROW:
-		return apply_all(s, ids, grads, index, n, RDPS_OPT_ADAGRAD_ROW);
+		ret = apply_all(s, ids, grads, index, n, RDPS_OPT_ADAGRAD_ROW);
+		break;
+	case RDPS_OPT_ADAGRAD:
+		ret = apply_all(s, ids, grads, index, n, RDPS_OPT_ADAGRAD);
+		break;
+	case RDPS_OPT_ADAM:
+		ret = apply_all(s, ids, grads, index, n, RDPS_OPT_ADAM);
+		break;
 	default:
-		return apply_all(s, ids, grads, index, n, RDPS_OPT_ADAGRAD);
+		ret = -EPERM; /* a table without an optimizer */
+	}
+	pthread_rwlock_unlock(&s->opt_lock);
+	return ret;
+}
+
+void rdps_shard_set(struct rdps_shard *s, const uint64_t *ids, const void *rows, uint32_t n)
+{
+	const size_t bytes = (size_t)s->dim * 4;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t local = ids[i] - s->lo;
+		pthread_mutex_t *lock = stripe_lock(s, local);
+		char *row = row_ptr(s, local);
+		uint64_t v;
+
+		if (i + APPLY_PREFETCH < n)
+			prefetch_lines(row_ptr(s, ids[i + APPLY_PREFETCH] - s->lo), s->stride);
+		if (pthread_mutex_trylock(lock)) {
+			__atomic_fetch_add(&s->lock_waits, 1, __ATOMIC_RELAXED);
+			pthread_mutex_lock(lock);
+		}
+		/* The same protocol as an update (see update_row). */
+		v = row_begin(row);
+		memcpy(row_data(row), (const char *)rows + i * bytes, bytes);
+		row_seal(row, row_data(row), s->dim, v);
+		pthread_mutex_unlock(lock);
 	}
 }
 
@@ -612,28 +701,15 @@ int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
 
 uint64_t rdps_shard_state_floats(const struct rdps_shard *s)
 {
-	uint64_t rows = s->hi - s->lo;
-
-	if (s->optimizer == RDPS_OPT_ADAGRAD_ROW)
-		return rows * s->nparts;
-	if (s->optimizer == RDPS_OPT_ADAGRAD)
-		return rows * s->dim;
-	return 0;
+	return (s->hi - s->lo) * state_per_row(s, s->optimizer);
 }
 
-/* Row-state floats per row of the optimizer (see rdps_shard_state_floats). */
-static uint64_t state_per_row(const struct rdps_shard *s)
-{
-	return s->optimizer == RDPS_OPT_ADAGRAD_ROW ? s->nparts
-	       : s->optimizer == RDPS_OPT_ADAGRAD  ? s->dim
-						    : 0;
-}
 
 /* Each stripe is copied under its lock: every row (with its optimizer
  * state) as of one moment, while pushes go on to the other stripes. */
 void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state)
 {
-	uint64_t n = s->hi - s->lo, spr = state && s->state ? state_per_row(s) : 0;
+	uint64_t n = s->hi - s->lo, spr = state && s->state ? state_per_row(s, s->optimizer) : 0;
 
 	for (uint64_t k = 0; k < s->nstripes && n; k++) {
 		uint64_t first = k << s->stripe_shift, end = (k + 1) << s->stripe_shift;
@@ -652,7 +728,7 @@ void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state)
 
 void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *state)
 {
-	uint64_t n = s->hi - s->lo, spr = state && s->state ? state_per_row(s) : 0;
+	uint64_t n = s->hi - s->lo, spr = state && s->state ? state_per_row(s, s->optimizer) : 0;
 
 	for (uint64_t k = 0; k < s->nstripes && n; k++) {
 		uint64_t first = k << s->stripe_shift, end = (k + 1) << s->stripe_shift;

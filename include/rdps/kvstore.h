@@ -49,7 +49,7 @@ extern "C" {
 #endif
 
 #define RDPS_TABLE_NAME_MAX 32
-#define RDPS_MAX_TABLES 8
+#define RDPS_MAX_TABLES 64
 #define RDPS_ROW_DATA_OFFSET 16
 #define RDPS_MAX_DIM 65536
 
@@ -115,10 +115,20 @@ enum rdps_optimizer {
 	RDPS_OPT_SGD = 0,         /* w -= lr * g */
 	RDPS_OPT_ADAGRAD_ROW = 1, /* DGL-KE: s += mean(g^2); w -= lr*g/(sqrt(s)+eps) */
 	RDPS_OPT_ADAGRAD = 2,     /* element-wise: s_j += g_j^2; w_j -= lr*g_j/(sqrt(s_j)+eps) */
+	RDPS_OPT_ADAM = 3,        /* DGL's SparseAdam: per row a step count t, per element
+				   * m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2;
+				   * w -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) */
+	RDPS_OPT_NONE = 4,        /* no optimizer: rows are only written (set) and read */
 };
 
-/* Parses "sgd", "adagrad_row" (alias "row_adagrad"), "adagrad". Returns the
- * enum value or -EINVAL. */
+/* Defaults of the optimizers' constants (DGL's). */
+#define RDPS_ADAGRAD_EPS 1e-10f
+#define RDPS_ADAM_EPS 1e-8f
+#define RDPS_ADAM_BETA1 0.9f
+#define RDPS_ADAM_BETA2 0.999f
+
+/* Parses "sgd", "adagrad_row" (alias "row_adagrad"), "adagrad", "adam",
+ * "none". Returns the enum value or -EINVAL. */
 int rdps_optimizer_parse(const char *name);
 const char *rdps_optimizer_name(int opt);
 
@@ -152,7 +162,8 @@ struct rdps_shard_params {
 	uint64_t seed;          /* init seed; values depend on (seed, table, id) only */
 	int optimizer;          /* enum rdps_optimizer */
 	float lr;               /* learning rate */
-	float eps;              /* Adagrad epsilon (DGL-KE: 1e-10) */
+	float eps;              /* epsilon (0: RDPS_ADAGRAD_EPS, Adam RDPS_ADAM_EPS) */
+	float beta1, beta2;     /* Adam (0: RDPS_ADAM_BETA1/2) */
 	uint32_t num_parts;     /* 0 (or 1): the row is one part of init_range */
 	struct rdps_row_part parts[RDPS_ROW_PARTS_MAX]; /* cols add up to dim */
 };
@@ -198,6 +209,18 @@ uint64_t rdps_shard_lock_waits(const struct rdps_shard *s);
 int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,
 			 uint32_t n, uint64_t *bad);
 
+/* Writes rows (n * dim 32-bit words, not gradients) of global ids (in
+ * range): a row's data becomes its row of rows, with the checksum
+ * protocol, under its stripe's lock; the same id twice: the later row
+ * stays. The optimizer state is left as it is. */
+void rdps_shard_set(struct rdps_shard *s, const uint64_t *ids, const void *rows, uint32_t n);
+
+/* Replaces the optimizer (and lr, eps, beta1, beta2 as in the params), its
+ * state zeroed: while no apply runs (they wait). 0, -EINVAL or -ENOMEM
+ * (then the old one stays). */
+int rdps_shard_set_optimizer(struct rdps_shard *s, int optimizer, float lr, float eps,
+			     float beta1, float beta2);
+
 /* Applies gradients grads (n * dim floats) for global ids (in range):
  * gradients of the same id are summed first, then the optimizer updates
  * each distinct row once, with the checksum protocol above, holding the
@@ -209,12 +232,14 @@ int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
 
 /* Like rdps_shard_apply, with the gradient of ids[i] at row index[i] of
  * grads (the caller's rows, not grouped; index NULL: row i). Gradients of
- * one id are summed in the order of ids. */
+ * one id are summed in the order of ids. A table without an optimizer
+ * (RDPS_OPT_NONE) takes no gradient: -EPERM. */
 int rdps_shard_apply_gather(struct rdps_shard *s, const uint64_t *ids, const float *grads,
 			    const uint32_t *index, uint32_t n);
 
-/* Floats of optimizer state the shard keeps (0 for SGD, a float per row
- * part for row-wise Adagrad, dim per row for element-wise Adagrad). */
+/* Floats of optimizer state the shard keeps (0 for SGD and none, a float
+ * per row part for row-wise Adagrad, dim per row for element-wise Adagrad,
+ * 2 dim + 1 per row for Adam: m, v and the step count's 32 bits). */
 uint64_t rdps_shard_state_floats(const struct rdps_shard *s);
 
 /* Copies the rows [lo, hi) densely into rows ((hi-lo) * dim floats) and

@@ -287,14 +287,6 @@ Test(optimizer, wide_pushes_unsorted_and_sorted)
 		}
 }
 
-Test(optimizer, names)
-{
-	cr_assert_eq(rdps_optimizer_parse("sgd"), RDPS_OPT_SGD);
-	cr_assert_eq(rdps_optimizer_parse("Adagrad_Row"), RDPS_OPT_ADAGRAD_ROW);
-	cr_assert_eq(rdps_optimizer_parse("adagrad"), RDPS_OPT_ADAGRAD);
-	cr_assert_eq(rdps_optimizer_parse("adam"), -EINVAL);
-}
-
 static char *row_of(struct rdps_shard *s, uint64_t id)
 {
 	struct rdps_shard_info info;
@@ -310,6 +302,127 @@ static uint64_t version_of(const char *row)
 	memcpy(&v, row, sizeof(v));
 	return v;
 }
+
+Test(optimizer, names)
+{
+	cr_assert_eq(rdps_optimizer_parse("sgd"), RDPS_OPT_SGD);
+	cr_assert_eq(rdps_optimizer_parse("Adagrad_Row"), RDPS_OPT_ADAGRAD_ROW);
+	cr_assert_eq(rdps_optimizer_parse("adagrad"), RDPS_OPT_ADAGRAD);
+	cr_assert_eq(rdps_optimizer_parse("adam"), RDPS_OPT_ADAM);
+	cr_assert_eq(rdps_optimizer_parse("none"), RDPS_OPT_NONE);
+	cr_assert_eq(rdps_optimizer_parse("adamw"), -EINVAL);
+	cr_assert_str_eq(rdps_optimizer_name(RDPS_OPT_ADAM), "adam");
+}
+
+/*
+ * Adam as DGL's SparseAdam: per row a step count, per element the two
+ * moments, bias-corrected; repeated ids summed first; rows not pushed keep
+ * their state (a row's t counts its own updates). Against a double
+ * reference over 6 pushes, lr 0.05, betas (0.8, 0.95), eps 1e-6.
+ */
+Test(optimizer, adam_as_dgl_sparse_adam)
+{
+	enum { DIM = 19, ROWS = 9, PUSHES = 6, N = 8 };
+	struct rdps_shard_params p = {
+		.name = "emb", .dim = DIM, .num_rows = ROWS, .lo = 0, .hi = ROWS,
+		.init = RDPS_INIT_UNIFORM, .init_range = 0.5f, .seed = 3,
+		.optimizer = RDPS_OPT_ADAM, .lr = 0.05f, .eps = 1e-6f, .beta1 = 0.8f, .beta2 = 0.95f,
+	};
+	double w[ROWS][DIM], m[ROWS][DIM] = { { 0 } }, v[ROWS][DIM] = { { 0 } };
+	int t[ROWS] = { 0 };
+	struct rdps_shard *s;
+	float row[DIM];
+
+	cr_assert_eq(rdps_shard_create(&p, &s), 0);
+	cr_assert_eq(rdps_shard_state_floats(s), (uint64_t)ROWS * (2 * DIM + 1));
+	for (uint64_t r = 0; r < ROWS; r++) {
+		rdps_shard_read(s, &r, 1, row);
+		for (int j = 0; j < DIM; j++)
+			w[r][j] = row[j];
+	}
+	for (int k = 0; k < PUSHES; k++) {
+		uint64_t ids[N];
+		float g[N][DIM];
+		double sum[ROWS][DIM] = { { 0 } };
+		bool touched[ROWS] = { 0 };
+
+		for (int i = 0; i < N; i++) {
+			ids[i] = (uint64_t)((i * 5 + k * 3) % 7); /* rows 7, 8 never */
+			for (int j = 0; j < DIM; j++) {
+				g[i][j] = (float)((i + 1) * (j - 9) + k) / 16.0f;
+				sum[ids[i]][j] += g[i][j];
+			}
+			touched[ids[i]] = true;
+		}
+		cr_assert_eq(rdps_shard_apply(s, ids, &g[0][0], N), 0);
+		for (int r = 0; r < ROWS; r++) {
+			if (!touched[r])
+				continue;
+			t[r]++;
+			for (int j = 0; j < DIM; j++) {
+				double bc1 = 1 - pow(0.8, t[r]), bc2 = 1 - pow(0.95, t[r]);
+
+				m[r][j] = 0.8 * m[r][j] + 0.2 * sum[r][j];
+				v[r][j] = 0.95 * v[r][j] + 0.05 * sum[r][j] * sum[r][j];
+				w[r][j] -= 0.05 * (m[r][j] / bc1) / (sqrt(v[r][j] / bc2) + 1e-6);
+			}
+		}
+	}
+	for (uint64_t r = 0; r < ROWS; r++) {
+		rdps_shard_read(s, &r, 1, row);
+		for (int j = 0; j < DIM; j++)
+			cr_assert_float_eq(row[j], w[r][j], 1e-5, "row %llu col %d: %g, want %g (t %d)",
+					   (unsigned long long)r, j, row[j], w[r][j], t[r]);
+	}
+	rdps_shard_destroy(s);
+}
+
+/* Rows written (set) are read back as written, valid, with a new version;
+ * a table without an optimizer refuses gradients; replacing the optimizer
+ * zeroes its state (the next Adagrad step is the first). */
+Test(optimizer, set_rows_none_and_replacing_the_optimizer)
+{
+	enum { DIM = 6, ROWS = 10 };
+	struct rdps_shard_params p = {
+		.name = "t", .dim = DIM, .num_rows = ROWS, .lo = 0, .hi = ROWS,
+		.init = RDPS_INIT_ZEROS, .optimizer = RDPS_OPT_NONE,
+	};
+	uint64_t ids[3] = { 4, 2, 4 }, id4 = 4;
+	int32_t in[3][DIM], out[DIM];
+	float g[DIM], got[DIM];
+	struct rdps_shard *s;
+
+	cr_assert_eq(rdps_shard_create(&p, &s), 0);
+	cr_assert_eq(rdps_shard_state_floats(s), 0);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < DIM; j++)
+			in[i][j] = (i + 1) * 1000003 * (j + 1) - 7; /* any 32-bit words */
+	rdps_shard_set(s, ids, in, 3);
+	rdps_shard_read(s, &id4, 1, (float *)out);
+	cr_assert_arr_eq(out, in[2], sizeof(out), "the later row of id 4 stays");
+	cr_assert(rdps_row_valid(row_of(s, 4), DIM));
+	cr_assert_eq(version_of(row_of(s, 4)), 2, "two writes of row 4");
+	for (int j = 0; j < DIM; j++)
+		g[j] = 1.0f;
+	cr_assert_eq(rdps_shard_apply(s, &id4, g, 1), -EPERM, "a table without optimizer");
+	/* Adagrad (element-wise), lr 0.5: from zeros, one step of g = 1 gives
+	 * -0.5 (sqrt(1) = 1); a second replacement resets the sum. */
+	memset(in, 0, sizeof(in));
+	rdps_shard_set(s, &id4, in, 1);
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(rdps_shard_set_optimizer(s, RDPS_OPT_ADAGRAD, 0.5f, 0, 0, 0), 0);
+		cr_assert_eq(rdps_shard_state_floats(s), (uint64_t)ROWS * DIM);
+		rdps_shard_set(s, &id4, in, 1);
+		cr_assert_eq(rdps_shard_apply(s, &id4, g, 1), 0);
+		rdps_shard_read(s, &id4, 1, got);
+		for (int j = 0; j < DIM; j++)
+			cr_assert_float_eq(got[j], -0.5f, 1e-6, "round %d: %g", round, got[j]);
+	}
+	cr_assert_eq(rdps_shard_set_optimizer(s, 9, 0.5f, 0, 0, 0), -EINVAL);
+	cr_assert_eq(rdps_shard_set_optimizer(s, RDPS_OPT_ADAM, 0.5f, 0, 1.0f, 0), -EINVAL);
+	rdps_shard_destroy(s);
+}
+
 
 Test(rowcheck, new_rows_are_valid_before_any_push)
 {
