@@ -12,6 +12,7 @@
 #include <liburing.h>
 #include <netdb.h>
 #include <poll.h>
+#include <rdma/fabric.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,6 +23,10 @@
 #include <sys/timex.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+
+#ifdef RDPS_HAVE_EFADV
+#include <infiniband/efadv.h>
+#endif
 
 #include "commands.h"
 #include "launch.h"
@@ -35,7 +40,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: rdps doctor [--ip_config FILE] [--transport auto|tcp|verbs]\n"
+"usage: rdps doctor [--ip_config FILE] [--transport auto|tcp|verbs|ofi]\n"
+"                   [--ofi-provider NAME]\n"
 "                   [--partition PDIR --model_name M --hidden_dim D] [--clients N]\n"
 "                   [--timeout SEC]\n"
 "\n"
@@ -44,7 +50,14 @@ static void usage(FILE *f)
 "\n"
 "  rdma        RDMA devices (/sys/class/infiniband); none is a warning with\n"
 "              --transport auto (jobs fall back to TCP), a failure with verbs\n"
-"  port        each device port: state and physical state (ibv_query_port)\n"
+"  efa         EFA devices (AWS; driver efa) and whether each does RDMA READ\n"
+"              (efadv_query_device): without it the ofi transport's pulls are\n"
+"              two-sided, served by the servers' CPUs; a failure with ofi on efa\n"
+"  ofi         the reliable-datagram providers libfabric sees (within\n"
+"              FI_PROVIDER if set) and which one the ofi transport would take\n"
+"              (--ofi-provider, else efa); a failure with ofi if there is none\n"
+"  port        each device port: state and physical state (ibv_query_port;\n"
+"              EFA devices are the ofi transport's and skipped)\n"
 "  gid         RoCE: a RoCE v2 GID carrying an IPv4 address (gid_attrs/types);\n"
 "              InfiniBand: a non-zero port GID\n"
 "  mtu         active MTU against the port's maximum (RoCE: the netdev's MTU)\n"
@@ -61,7 +74,9 @@ static void usage(FILE *f)
 "              clocks are not read: run rdps doctor on each host\n"
 "\n"
 "  --ip_config FILE       the job's servers (DGL-KE format)\n"
-"  --transport NAME       auto (default), tcp, verbs: what the job will use\n"
+"  --transport NAME       auto (default), tcp, verbs, ofi: what the job will use\n"
+"  --ofi-provider NAME    the libfabric provider of --transport ofi (default: efa\n"
+"                         where there is an EFA device; sets RDPS_OFI_PROVIDER)\n"
 "  --partition PDIR       with --model_name and --hidden_dim (default TransE_l2, 400):\n"
 "                         size the servers' shards for the memlock check\n"
 "  --clients N            clients (trainer threads) per server, for the memlock\n"
@@ -80,6 +95,7 @@ struct doctor {
 	struct rdps_ipconfig ipc;
 	bool have_ipc;
 	int num_ports; /* RDMA ports seen */
+	int num_efa;   /* EFA devices seen */
 };
 
 enum { OK, WARN, FAIL, SKIP };
@@ -200,6 +216,25 @@ static void check_gid(struct doctor *d, const char *dev, int port, const char *w
 		       "address to the netdev, and use a RoCE v2 capable NIC/driver", where);
 }
 
+/* An EFA device (AWS): its driver is efa. It serves the ofi transport
+ * (libfabric's efa provider), not verbs: no RC queue pairs, no rdma_cm. */
+static bool is_efa(const char *dev)
+{
+	char path[512], link[512];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/driver", dev);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n > 0) {
+		const char *base;
+
+		link[n] = '\0';
+		base = strrchr(link, '/');
+		return !strcmp(base ? base + 1 : link, "efa");
+	}
+	return !strncmp(dev, "efa", 3);
+}
+
 static void check_rdma(struct doctor *d)
 {
 	struct ibv_device **list;
@@ -211,12 +246,13 @@ static void check_rdma(struct doctor *d)
 		char nd[64];
 
 		default_netdev(nd, sizeof(nd));
-		report(d, need ? FAIL : !strcmp(d->transport, "tcp") ? OK : WARN, "rdma",
+		report(d, need ? FAIL : !strcmp(d->transport, "auto") ? WARN : OK, "rdma",
 		       "no RDMA device (%s)%s; fix: soft-RoCE on this "
 		       "NIC: modprobe rdma_rxe && rdma link add rxe0 type rxe netdev %s%s",
 		       access("/sys/class/infiniband", F_OK) ? "no /sys/class/infiniband: no RDMA driver loaded"
 							     : "/sys/class/infiniband is empty",
-		       need ? "" : ", jobs use TCP", nd,
+		       need ? "" : !strcmp(d->transport, "ofi") ? ", none needed by --transport ofi "
+				   "over another provider than efa" : ", jobs use TCP", nd,
 		       rxe_module_available() ? "" : " (this kernel has no rdma_rxe module: install a "
 						      "distribution kernel, e.g. linux-image-amd64)");
 		report(d, SKIP, "port", "no RDMA device");
@@ -237,9 +273,12 @@ static void check_rdma(struct doctor *d)
 	}
 	for (int i = 0; i < n; i++) {
 		const char *dev = ibv_get_device_name(list[i]);
-		struct ibv_context *ctx = ibv_open_device(list[i]);
+		struct ibv_context *ctx;
 		struct ibv_device_attr da;
 
+		if (is_efa(dev))
+			continue; /* check_efa() */
+		ctx = ibv_open_device(list[i]);
 		if (!ctx || ibv_query_device(ctx, &da)) {
 			report(d, FAIL, "port", "%s: cannot open the device (%s); fix: check permissions "
 			       "on /dev/infiniband/uverbs* and that the driver module is loaded", dev,
@@ -283,6 +322,149 @@ static void check_rdma(struct doctor *d)
 		ibv_close_device(ctx);
 	}
 	ibv_free_device_list(list);
+}
+
+/* Appends text to buf (len bytes), "; " between items, cut to fit. */
+static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used + 3 >= len)
+		return;
+	if (used)
+		used += (size_t)snprintf(buf + used, len - used, "; ");
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/* Whether the ofi transport would look for efa: no provider named. */
+static bool ofi_wants_efa(void)
+{
+	const char *prov = getenv("RDPS_OFI_PROVIDER"), *fip = getenv("FI_PROVIDER");
+
+	if (prov && *prov)
+		return !strcmp(prov, "efa");
+	return !fip || !*fip || strstr(fip, "efa");
+}
+
+static void check_efa(struct doctor *d)
+{
+	const char *use = getenv("FI_EFA_USE_DEVICE_RDMA");
+	bool need = !strcmp(d->transport, "ofi") && ofi_wants_efa();
+	char good[512] = "", bad[768] = "";
+	struct ibv_device **list;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	for (int i = 0; list && i < n; i++) {
+		const char *dev = ibv_get_device_name(list[i]);
+#ifdef RDPS_HAVE_EFADV
+		struct efadv_device_attr a;
+		struct ibv_context *ctx;
+		int ret = -1;
+#endif
+
+		if (!is_efa(dev))
+			continue;
+		d->num_efa++;
+#ifdef RDPS_HAVE_EFADV
+		memset(&a, 0, sizeof(a));
+		ctx = ibv_open_device(list[i]);
+		if (ctx)
+			ret = efadv_query_device(ctx, &a, sizeof(a));
+		if (!ctx || ret)
+			append(bad, sizeof(bad), "%s: cannot query it (%s): RDMA READ unknown", dev,
+			       strerror(ctx ? ret : errno));
+		else if (a.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ)
+			append(good, sizeof(good), "%s (RDMA READ, up to %u bytes)", dev, a.max_rdma_size);
+		else
+			append(bad, sizeof(bad), "%s: no RDMA READ", dev);
+		if (ctx)
+			ibv_close_device(ctx);
+#else
+		append(bad, sizeof(bad), "%s: RDMA READ could not be checked (rdps was built without "
+		       "rdma-core's infiniband/efadv.h)", dev);
+#endif
+	}
+	if (list)
+		ibv_free_device_list(list);
+	if (!d->num_efa) {
+		if (need)
+			report(d, FAIL, "efa", "no EFA device, and no other libfabric provider named; fix: "
+			       "an EFA-capable instance type launched with an EFA interface (and the EFA "
+			       "kernel driver: the AWS EFA installer), or --ofi-provider NAME for "
+			       "another fabric");
+		else
+			report(d, SKIP, "efa", "no EFA device");
+		return;
+	}
+	if (use && (!strcmp(use, "0") || !strcasecmp(use, "false") || !strcasecmp(use, "no")))
+		append(bad, sizeof(bad), "FI_EFA_USE_DEVICE_RDMA=%s turns RDMA READ off", use);
+	if (bad[0])
+		report(d, WARN, "efa", "%s%s%s; the ofi transport's pulls are then two-sided, served by "
+		       "the servers' CPUs over FI_MSG (its servers log why); fix: for one-sided pulls "
+		       "an instance type whose EFA does RDMA READ (p4d, p5, trn1 and later), with "
+		       "FI_EFA_USE_DEVICE_RDMA unset or 1", good, good[0] ? "; " : "", bad);
+	else
+		report(d, OK, "efa", "%d device(s): %s", d->num_efa, good);
+}
+
+/* The RDM providers libfabric sees, and which one --transport ofi takes. */
+static void check_ofi(struct doctor *d)
+{
+	const char *named = getenv("RDPS_OFI_PROVIDER"), *fip = getenv("FI_PROVIDER");
+	bool need = !strcmp(d->transport, "ofi");
+	char all[512] = "", take[96] = "";
+	bool take_rma = false;
+	uint32_t v = fi_version();
+
+	for (int rma = 1; rma >= 0; rma--) {
+		struct fi_info *h = fi_allocinfo(), *list = NULL;
+
+		if (!h)
+			break;
+		h->ep_attr->type = FI_EP_RDM;
+		h->caps = FI_MSG | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ : 0);
+		h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+					  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+		if (!fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &list)) {
+			for (struct fi_info *i = list; i; i = i->next) {
+				const char *p = i->fabric_attr->prov_name;
+				char item[96];
+
+				snprintf(item, sizeof(item), "%s%s", p, rma ? " (RMA)" : "");
+				if (strstr(all, p))
+					continue; /* listed, with RMA or without */
+				append(all, sizeof(all), "%s", item);
+				if (!take[0] && ((named && *named) ? !strcmp(p, named)
+						 : !strcmp(p, "efa") || (fip && *fip))) {
+					snprintf(take, sizeof(take), "%s", p);
+					take_rma = rma;
+				}
+			}
+		}
+		fi_freeinfo(list);
+		fi_freeinfo(h);
+	}
+	if (!take[0]) {
+		report(d, need ? FAIL : all[0] ? OK : SKIP, "ofi",
+		       "libfabric %u.%u, reliable-datagram providers%s%s: %s; --transport ofi has none "
+		       "to take (%s)%s", FI_MAJOR(v), FI_MINOR(v), fip && *fip ? " within FI_PROVIDER=" : "",
+		       fip && *fip ? fip : "", all[0] ? all : "none",
+		       named && *named ? "the --ofi-provider named is not among them" : "no efa",
+		       need ? "; fix: --ofi-provider NAME of one of them ('tcp;ofi_rxm' runs over any "
+			      "IP network), or install the AWS EFA software on an EFA instance" : "");
+		return;
+	}
+	report(d, OK, "ofi", "libfabric %u.%u, reliable-datagram providers%s%s: %s; --transport ofi "
+	       "takes %s: %s", FI_MAJOR(v), FI_MINOR(v), fip && *fip ? " within FI_PROVIDER=" : "",
+	       fip && *fip ? fip : "", all, take,
+	       take_rma ? "one-sided pulls (FI_RMA reads; on efa, where the device does RDMA READ)"
+			: "two-sided pulls (no FI_RMA reads: the servers' CPUs serve them)");
 }
 
 static bool has_cap_ipc_lock(void)
@@ -362,6 +544,8 @@ static void check_memlock(struct doctor *d)
 	uint32_t S = d->have_ipc ? d->ipc.num_servers : 1;
 	struct rdps_transport_info ti;
 	char why[600] = "", a[32], b[32], c[32];
+	/* What the job's RDMA backend registers: ofi's on EFA hosts. */
+	bool ofi = !strcmp(d->transport, "ofi") || (!strcmp(d->transport, "auto") && d->num_efa);
 
 	if (!strcmp(d->transport, "tcp")) {
 		report(d, OK, "memlock", "not needed over TCP");
@@ -373,7 +557,7 @@ static void check_memlock(struct doctor *d)
 	}
 	shard = server_shard_bytes(d, why, sizeof(why));
 	/* What the backend registers besides the shards, as it says. */
-	rdps_transport_find("verbs")->query(d->clients, &ti);
+	rdps_transport_find(ofi ? "ofi" : "verbs")->query(d->clients, &ti);
 	server = shard + ti.server_pinned_bytes;
 	trainer = (unsigned long long)S * ti.conn_pinned_bytes;
 	need = server > trainer ? server : trainer;
@@ -582,6 +766,7 @@ int rdps_cmd_doctor(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "ip_config", required_argument, NULL, 'c' },
 		{ "transport", required_argument, NULL, 'T' },
+		{ "ofi-provider", required_argument, NULL, 'O' },
 		{ "partition", required_argument, NULL, 'P' },
 		{ "model_name", required_argument, NULL, 'M' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
@@ -600,11 +785,20 @@ int rdps_cmd_doctor(int argc, char **argv)
 		switch (opt) {
 		case 'c': d.ip_config = optarg; break;
 		case 'T':
-			if (strcmp(optarg, "auto") && strcmp(optarg, "tcp") && strcmp(optarg, "verbs")) {
-				fprintf(stderr, "rdps doctor: --transport must be auto, tcp or verbs\n");
+			if (strcmp(optarg, "auto") && strcmp(optarg, "tcp") && strcmp(optarg, "verbs") &&
+			    strcmp(optarg, "ofi")) {
+				fprintf(stderr, "rdps doctor: --transport must be auto, tcp, verbs or ofi\n");
 				return 2;
 			}
 			d.transport = optarg;
+			break;
+		case 'O':
+			if (!*optarg) {
+				fprintf(stderr, "rdps doctor: --ofi-provider needs a provider name "
+					"(fi_info -l lists them)\n");
+				return 2;
+			}
+			setenv("RDPS_OFI_PROVIDER", optarg, 1);
 			break;
 		case 'P': d.partition = optarg; break;
 		case 'M': d.model = optarg; break;
@@ -645,6 +839,8 @@ int rdps_cmd_doctor(int argc, char **argv)
 		d.have_ipc = true;
 	}
 	check_rdma(&d);
+	check_efa(&d);
+	check_ofi(&d);
 	check_memlock(&d);
 	check_hugepages(&d);
 	check_io_uring(&d);

@@ -52,7 +52,12 @@ static void server_usage(FILE *f)
 "                         trainers' flags; rdps launch passes them on)\n"
 "\n"
 "options:\n"
-"  --transport NAME       auto (default), tcp, inproc (%s)\n"
+"  --transport NAME       auto (default), tcp, inproc (%s); auto takes verbs\n"
+"                         where an InfiniBand or RoCE device serves the address,\n"
+"                         ofi where there is an EFA device, else tcp, and says which\n"
+"  --ofi-provider NAME    the libfabric provider of --transport ofi (default: efa\n"
+"                         where there is an EFA device; e.g. 'tcp;ofi_rxm', any IP\n"
+"                         network); clients must use the same (sets RDPS_OFI_PROVIDER)\n"
 "  --optimizer NAME       sgd, adagrad_row (default, DGL-KE's), adagrad (element-wise)\n"
 "  --lr F                 learning rate applied to pushed gradients (default 0.1)\n"
 "  --gamma F              margin of the model; rows start uniform in [-r, r],\n"
@@ -228,6 +233,7 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "server_id", required_argument, NULL, 'i' },
 		{ "table", required_argument, NULL, 't' },
 		{ "transport", required_argument, NULL, 'T' },
+		{ "ofi-provider", required_argument, NULL, 'O' },
 		{ "optimizer", required_argument, NULL, 'o' },
 		{ "lr", required_argument, NULL, 'l' },
 		{ "gamma", required_argument, NULL, 'g' },
@@ -295,6 +301,14 @@ int rdps_cmd_server(int argc, char **argv)
 			break;
 		case 'T':
 			transport = optarg;
+			break;
+		case 'O':
+			if (!*optarg) {
+				fprintf(stderr, "rdps server: --ofi-provider needs a provider name (fi_info -l lists them)\n");
+				return 2;
+			}
+			/* The ofi backend reads it (as its other settings). */
+			setenv("RDPS_OFI_PROVIDER", optarg, 1);
 			break;
 		case 'o':
 			optimizer = rdps_optimizer_parse(optarg);
@@ -475,6 +489,9 @@ int rdps_cmd_server(int argc, char **argv)
 			rdps_ipconfig_free(&ipc);
 			return 2;
 		}
+		/* What auto chose, and why not the backends it prefers. */
+		if (!strcmp(transport, "auto"))
+			rdps_info("server %ld: %s", server_id, why);
 		cfg.transport = ops->name;
 	}
 	if (pdir) {
@@ -542,13 +559,14 @@ int rdps_cmd_server(int argc, char **argv)
 static void admin_usage(FILE *f, const char *cmd)
 {
 	fprintf(f,
-"usage: rdps %s --ip_config FILE [--transport NAME] [--timeout SEC]\n"
+"usage: rdps %s --ip_config FILE [--transport NAME] [--ofi-provider NAME] [--timeout SEC]\n"
 "\n"
 "%s\n"
 "It connects as an observer, which does not join the job.\n"
 "\n"
 "  --ip_config FILE   servers of the job (DGL-KE format)\n"
-"  --transport NAME   auto (default), tcp, inproc\n"
+"  --transport NAME   auto (default), tcp, verbs, ofi\n"
+"  --ofi-provider NAME  the libfabric provider of --transport ofi (default: efa)\n"
 "  --timeout SEC      bound on connecting and on each reply (default 10)\n"
 "  --secret-file PATH the job's shared secret (default: $RDPS_SECRET)\n"
 "  -h, --help         this text\n",
@@ -564,6 +582,7 @@ static int admin(int argc, char **argv, const char *cmd)
 	static const struct option opts[] = {
 		{ "ip_config", required_argument, NULL, 'c' },
 		{ "transport", required_argument, NULL, 'T' },
+		{ "ofi-provider", required_argument, NULL, 'O' },
 		{ "timeout", required_argument, NULL, 'w' },
 		{ "secret-file", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -586,6 +605,13 @@ static int admin(int argc, char **argv, const char *cmd)
 			break;
 		case 'T':
 			p.transport = optarg;
+			break;
+		case 'O':
+			if (!*optarg) {
+				fprintf(stderr, "rdps %s: --ofi-provider needs a provider name\n", cmd);
+				return 2;
+			}
+			setenv("RDPS_OFI_PROVIDER", optarg, 1);
 			break;
 		case 'w':
 			p.timeout_ms = (int)(strtod(optarg, &end) * 1000);

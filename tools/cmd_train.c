@@ -66,8 +66,14 @@ static void usage(FILE *f)
 "                             num_proc x num_thread training threads. DGL-KE's\n"
 "                             num_thread are a process's compute threads; rdps's\n"
 "                             kernels use one thread each, so each is a trainer thread\n"
-"  --transport NAME           auto (default), tcp, verbs\n"
-"  --read-consistency MODE    validated (default) or relaxed one-sided reads (verbs)\n"
+"  --transport NAME           auto (default), tcp, verbs, ofi (libfabric: AWS EFA);\n"
+"                             auto takes verbs where an InfiniBand or RoCE device\n"
+"                             serves the servers' address, ofi where there is an EFA\n"
+"                             device, else tcp, and says which\n"
+"  --ofi-provider NAME        the libfabric provider of --transport ofi (default: efa\n"
+"                             where there is an EFA device; e.g. 'tcp;ofi_rxm'); the\n"
+"                             servers must use the same (sets RDPS_OFI_PROVIDER)\n"
+"  --read-consistency MODE    validated (default) or relaxed one-sided reads (verbs, ofi)\n"
 "  --timeout SEC              bound on each wait: to connect to the servers and for one\n"
 "                             to answer (default 60; with no server reachable the\n"
 "                             trainer gives up after it), and for the job's other\n"
@@ -234,7 +240,7 @@ enum {
 	O_LOGI, O_SEED, O_SYNC, O_ASYNC, O_NO_PIPELINE, O_FORCE_SYNC, O_TEST, O_VALID, O_EVAL_INTERVAL,
 	O_EVAL_PERCENT, O_BATCH_EVAL, O_NEG_EVAL, O_NEG_DEG_EVAL, O_NO_FILTER, O_PERREL, O_SAVE,
 	O_NO_SAVE, O_CHECK, O_SECRET, O_RECONNECT, O_CKDIR, O_RESUME, O_GPU, O_MIX, O_REL_PART,
-	O_EDGE_IMP, O_HELP,
+	O_EDGE_IMP, O_OFI_PROV, O_HELP,
 };
 
 static const struct option opts[] = {
@@ -252,6 +258,7 @@ static const struct option opts[] = {
 	{ "num_proc", required_argument, NULL, O_NPROC },
 	{ "num_thread", required_argument, NULL, O_NTHREAD },
 	{ "transport", required_argument, NULL, O_TRANSPORT },
+	{ "ofi-provider", required_argument, NULL, O_OFI_PROV },
 	{ "read-consistency", required_argument, NULL, O_CONS },
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "keep_servers", no_argument, NULL, O_KEEP },
@@ -509,6 +516,14 @@ int rdps_cmd_train(int argc, char **argv)
 		case O_NPROC: if (num("--num_proc", optarg, 1, 256, &v)) goto out; o.num_proc = (uint32_t)v; break;
 		case O_NTHREAD: if (num("--num_thread", optarg, 1, 256, &v)) goto out; o.num_thread = (uint32_t)v; break;
 		case O_TRANSPORT: o.transport = optarg; break;
+		case O_OFI_PROV:
+			if (!*optarg) {
+				fprintf(stderr, "rdps train: --ofi-provider needs a provider name (fi_info -l lists them)\n");
+				goto out;
+			}
+			/* The ofi backend reads it (as its other settings). */
+			setenv("RDPS_OFI_PROVIDER", optarg, 1);
+			break;
 		case O_CONS:
 			if (!strcmp(optarg, "validated")) {
 				o.read_consistency = RDPS_READ_VALIDATED;

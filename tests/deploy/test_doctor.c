@@ -3,8 +3,10 @@
 /*
  * rdps doctor on this host: one line per check, a fix on every failure and
  * warning, exit 1 on a failure. Without RDMA hardware it says so and
- * suggests soft-RoCE; a local ip_config port in use fails the ports check;
- * a remote ip_config machine gets a peers line.
+ * suggests soft-RoCE; --transport ofi without an EFA device or a libfabric
+ * provider named fails with what to do, and with one names it; a local
+ * ip_config port in use fails the ports check; a remote ip_config machine
+ * gets a peers line.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -73,7 +75,8 @@ Test(doctor, checks_this_host)
 
 	out = doctor(none, &code);
 	cr_log_info("\n%s", out);
-	for (const char *c = "rdma\0memlock\0hugepages\0io_uring\0ports\0peers\0clock\0"; *c; c += strlen(c) + 1) {
+	for (const char *c = "rdma\0efa\0ofi\0memlock\0hugepages\0io_uring\0ports\0peers\0clock\0"; *c;
+	     c += strlen(c) + 1) {
 		char want[32];
 
 		snprintf(want, sizeof(want), " %-10s ", c);
@@ -99,6 +102,56 @@ Test(doctor, verbs_without_a_device_fails)
 	out = doctor(args, &code);
 	cr_expect_eq(code, 1, "%s", out);
 	cr_expect(strstr(out, "FAIL rdma       no RDMA device"), "%s", out);
+	free(out);
+}
+
+/* An EFA device, or else a provider named: without either, --transport ofi
+ * fails and says what to do. */
+static bool have_efa(void)
+{
+	char *out;
+	int code;
+	bool efa;
+
+	out = doctor((char *[]){ NULL }, &code);
+	efa = !strstr(out, "skip efa        no EFA device");
+	free(out);
+	return efa;
+}
+
+Test(doctor, ofi_without_efa_or_a_provider_fails)
+{
+	char *args[] = { "--transport", "ofi", NULL }, *out;
+	int code;
+
+	unsetenv("FI_PROVIDER");
+	unsetenv("RDPS_OFI_PROVIDER");
+	if (have_efa())
+		cr_skip_test("this host has an EFA device");
+	out = doctor(args, &code);
+	cr_expect_eq(code, 1, "%s", out);
+	cr_expect(strstr(out, "FAIL efa        no EFA device"), "%s", out);
+	cr_expect(strstr(out, "FAIL ofi        libfabric") && strstr(out, "--ofi-provider NAME"),
+		  "%s", out);
+	cr_expect(!strstr(out, "jobs use TCP"), "%s", out);
+	expect_fixes(out);
+	free(out);
+}
+
+/* With a provider named: which one the transport takes, and how it pulls. */
+Test(doctor, ofi_names_the_provider_it_takes)
+{
+	char *args[] = { "--transport", "ofi", "--ofi-provider", "tcp;ofi_rxm", NULL }, *out;
+	int code;
+
+	unsetenv("FI_PROVIDER");
+	out = doctor(args, &code);
+	if (strstr(out, "FAIL ofi"))
+		cr_skip_test("libfabric has no tcp;ofi_rxm provider here:\n%s", out);
+	cr_expect(strstr(out, "ok   ofi") && strstr(out, "takes tcp;ofi_rxm: one-sided pulls"),
+		  "%s", out);
+	cr_expect(!strstr(out, "FAIL efa"), "%s", out);
+	expect_fixes(out);
 	free(out);
 }
 

@@ -347,6 +347,23 @@ Test(launch_layout, role_command_lines)
 	free(argv);
 }
 
+/* --transport ofi and its provider: servers and trainers must agree. */
+Test(launch_layout, servers_get_the_ofi_provider)
+{
+	char *train[] = { "--data", "d", "--transport", "ofi", "--ofi-provider=tcp;ofi_rxm" };
+	struct rdps_launch_job job = { .exe = "/bin/rdps", .ip_config = "/ip.txt", .train_args = train,
+				       .num_train_args = 5, .layout = &lay };
+	struct rdps_launch_role r;
+	char **argv;
+
+	make("h 30050 1\n", NULL, 0, 1);
+	rdps_launch_layout_server(&lay, 0, &r);
+	argv = rdps_launch_role_argv(&job, &r);
+	cr_expect_str_eq(joined(argv), "/bin/rdps server --ip_config /ip.txt --server_id 0 "
+				       "--transport ofi --ofi-provider tcp;ofi_rxm");
+	free(argv);
+}
+
 /* -de / -dr shape the tables: the servers get them (long form). */
 Test(launch_layout, servers_get_the_table_shaping_switches)
 {
