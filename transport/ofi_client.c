@@ -639,6 +639,8 @@ int ofi_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids, uint
 
 	if (oc->broken)
 		return -ENOTCONN;
+	if (!oc->e.ep)
+		return -EPERM; /* an observer: control requests only */
 	if (table >= c->num_tables)
 		return -ENOENT;
 	if (oc->npend == RDPS_ARRAY_SIZE(oc->pend))
@@ -706,6 +708,8 @@ int ofi_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 
 	if (oc->broken)
 		return -ENOTCONN;
+	if (!oc->e.ep)
+		return -EPERM; /* an observer: control requests only */
 	if (table >= c->num_tables)
 		return -ENOENT;
 	if (oc->npend)

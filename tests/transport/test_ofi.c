@@ -22,6 +22,8 @@
  *   acknowledging on arrival fails it);
  * - the receive pool's accounting (ofi_pool.c) keeps free + promised ==
  *   posted + in hand, and refuses a return its session had no credit for;
+ * - with a secret, a message whose cookie is not the session token's MAC
+ *   is dropped (control: the same client's real cookie works);
  * - an ofi client refused by a TCP server says why.
  */
 #include <criterion/criterion.h>
@@ -142,11 +144,13 @@ static void need_provider(void)
 			     getenv("FI_PROVIDER"));
 }
 
+static struct rdps_secret secret; /* empty: no authentication */
+
 static void server_start(const char *transport)
 {
 	struct rdps_listen_params lp = { .host = "127.0.0.1", .server_id = 0, .num_servers = 1,
 					 .regions = &S.reg, .num_regions = 1, .handle = handle,
-					 .ctx = &S };
+					 .ctx = &S, .secret = &secret };
 	char err[512];
 
 	memset(&S, 0, sizeof(S));
@@ -189,7 +193,8 @@ static struct rdps_conn *client(uint32_t num_clients, int read_consistency)
 {
 	struct rdps_conn_params p = { .host = "127.0.0.1", .port = (uint16_t)S.port,
 				      .client_id = 0, .num_clients = num_clients,
-				      .timeout_ms = 20000, .read_consistency = read_consistency };
+				      .timeout_ms = 20000, .read_consistency = read_consistency,
+				      .secret = &secret };
 	struct rdps_conn *c;
 	char err[512];
 
@@ -508,6 +513,37 @@ Test(ofi, pool_credits_account_for_every_slot)
 	cr_assert_eq(pool.free_credits, pool.nslots);
 	pool_invariant(&pool, 0);
 	ofi_pool_destroy(&pool);
+}
+
+/* With a secret, a session's messages carry a MAC of its token: a peer
+ * that saw the token on the control connection, but has not the secret,
+ * gets its messages dropped (the control: the real cookie works). */
+Test(ofi, a_forged_cookie_is_dropped, .timeout = 60)
+{
+	struct rdps_conn *c;
+	struct ofi_conn *oc;
+	float g[DIM] = { 1.0f };
+	uint64_t id = 1;
+	int ret;
+
+	need_provider();
+	secret.len = 16;
+	memcpy(secret.key, "0123456789abcdef", 16);
+	server_start("ofi");
+	c = client(1, RDPS_READ_VALIDATED);
+	oc = container_of(c, struct ofi_conn, base);
+	cr_assert_neq(oc->cookie, c->session, "the cookie is the token itself");
+	cr_assert_eq(c->ops->push(c, 0, &id, g, 1), 0, "%s", c->errmsg);
+	cr_assert_eq(c->ops->call(c, RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0), 0, "%s", c->errmsg);
+	cr_assert_eq(S.pushes, 1);
+	oc->cookie = c->session; /* what a peer without the secret can send */
+	oc->timeout_ms = 1500;
+	cr_assert_eq(c->ops->push(c, 0, &id, g, 1), 0, "%s", c->errmsg);
+	ret = c->ops->call(c, RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0);
+	cr_assert_eq(ret, -ETIMEDOUT, "a flush with a forged cookie got %d: %s", ret, c->errmsg);
+	cr_assert_eq(S.pushes, 1, "a push with a forged cookie was applied");
+	rdps_transport_ofi()->close(c);
+	server_stop();
 }
 
 /* An ofi client at a server of another transport is told why. */
