@@ -49,6 +49,8 @@ struct rdps_client {
 	size_t *cursor;                       /* num_servers: next row to send */
 	uint64_t *ids_sorted; size_t ids_cap;
 	uint32_t *perm; size_t perm_cap;      /* sorted position -> input position */
+	void *xbuf; size_t xcap;              /* get/set rows repacked */
+	bool unflushed;                       /* pushes since the last flush */
 	struct rdps_pull_batch *busy;         /* the batch with pulls in flight, or NULL */
 	struct rdps_pull_batch *own;          /* rdps_client_pull()'s, made at its first call */
 };
@@ -97,49 +99,120 @@ static int conn_fail(struct rdps_client *c, int ret, uint32_t s)
 	return ret;
 }
 
-static int check_tables(struct rdps_client *c, char *err, size_t errlen)
+/* Table t's range book from the servers' descs (in server order, tiling
+ * its rows); 0, or -EPROTO with a reason. */
+static int table_book(struct rdps_client *c, uint32_t t, const struct rdps_table_desc *const *d,
+		      char *err, size_t errlen)
 {
-	const struct rdps_conn *c0 = c->conns[0];
+	uint64_t *off = c->offsets[t];
 
-	c->num_tables = c0->num_tables;
-	memcpy(c->tables, c0->tables, sizeof(c->tables));
-	for (uint32_t t = 0; t < c->num_tables; t++) {
-		uint64_t *off = calloc(c->num_servers + 1, sizeof(uint64_t));
-
-		if (!off)
-			return -ENOMEM;
-		c->offsets[t] = off;
-		for (uint32_t s = 0; s < c->num_servers; s++) {
-			const struct rdps_conn *cs = c->conns[s];
-			const struct rdps_table_desc *d = &cs->tables[t];
-
-			if (cs->num_tables != c->num_tables || strcmp(d->name, c->tables[t].name) ||
-			    d->dim != c->tables[t].dim || d->num_rows != c->tables[t].num_rows) {
-				snprintf(err, errlen,
-					 "%s serves different tables than server 0 (table %u: '%s' %llu x %u vs '%s' %llu x %u)",
-					 cs->peer, t, d->name, (unsigned long long)d->num_rows,
-					 d->dim, c->tables[t].name,
-					 (unsigned long long)c->tables[t].num_rows, c->tables[t].dim);
-				return -EPROTO;
-			}
-			if (d->lo != off[s]) {
-				snprintf(err, errlen,
-					 "%s holds rows [%llu, %llu) of table '%s', expected them to start at %llu",
-					 cs->peer, (unsigned long long)d->lo,
-					 (unsigned long long)d->hi, d->name,
-					 (unsigned long long)off[s]);
-				return -EPROTO;
-			}
-			off[s + 1] = d->hi;
-		}
-		if (off[c->num_servers] != c->tables[t].num_rows) {
-			snprintf(err, errlen, "servers hold rows [0, %llu) of table '%s' of %llu rows",
-				 (unsigned long long)off[c->num_servers], c->tables[t].name,
-				 (unsigned long long)c->tables[t].num_rows);
+	if (!off && !(off = c->offsets[t] = calloc(c->num_servers + 1, sizeof(uint64_t))))
+		return -ENOMEM;
+	off[0] = 0;
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		if (strcmp(d[s]->name, d[0]->name) || d[s]->dim != d[0]->dim ||
+		    d[s]->num_rows != d[0]->num_rows || d[s]->dtype != d[0]->dtype) {
+			snprintf(err, errlen,
+				 "%s serves different tables than server 0 (table %u: '%s' %llu x %u vs '%s' %llu x %u)",
+				 c->conns[s]->peer, t, d[s]->name, (unsigned long long)d[s]->num_rows,
+				 d[s]->dim, d[0]->name, (unsigned long long)d[0]->num_rows, d[0]->dim);
 			return -EPROTO;
 		}
-		c->books[t].num_parts = c->num_servers;
-		c->books[t].off = off;
+		if (d[s]->lo != off[s]) {
+			snprintf(err, errlen,
+				 "%s holds rows [%llu, %llu) of table '%s', expected them to start at %llu",
+				 c->conns[s]->peer, (unsigned long long)d[s]->lo,
+				 (unsigned long long)d[s]->hi, d[s]->name, (unsigned long long)off[s]);
+			return -EPROTO;
+		}
+		off[s + 1] = d[s]->hi;
+	}
+	if (off[c->num_servers] != d[0]->num_rows) {
+		snprintf(err, errlen, "servers hold rows [0, %llu) of table '%s' of %llu rows",
+			 (unsigned long long)off[c->num_servers], d[0]->name,
+			 (unsigned long long)d[0]->num_rows);
+		return -EPROTO;
+	}
+	c->tables[t] = *d[0];
+	c->books[t].num_parts = c->num_servers;
+	c->books[t].off = off;
+	if (t >= c->num_tables)
+		c->num_tables = t + 1;
+	return 0;
+}
+
+/* The connections learn table t's descs (one-sided backends read with
+ * them), and the client its book. */
+static int table_install(struct rdps_client *c, uint32_t t, const struct rdps_table_desc *descs,
+			 char *err, size_t errlen)
+{
+	const struct rdps_table_desc *d[RDPS_MAX_SERVERS];
+	int ret;
+
+	for (uint32_t s = 0; s < c->num_servers; s++)
+		d[s] = &descs[s];
+	ret = table_book(c, t, d, err, errlen);
+	if (ret)
+		return ret;
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		c->conns[s]->tables[t] = descs[s];
+		if (t >= c->conns[s]->num_tables)
+			c->conns[s]->num_tables = t + 1;
+	}
+	return 0;
+}
+
+static void table_forget(struct rdps_client *c, uint32_t t)
+{
+	memset(&c->tables[t], 0, sizeof(c->tables[t]));
+	for (uint32_t s = 0; s < c->num_servers; s++)
+		if (c->conns[s])
+			memset(&c->conns[s]->tables[t], 0, sizeof(c->conns[s]->tables[t]));
+}
+
+/*
+ * The tables of the welcomes. A slot every server fills alike is a table;
+ * one no server fills is empty. The servers' own tables (--table,
+ * --partition) must agree; a table clients are making right now may be on
+ * some servers only: it stays unknown here until asked for by name.
+ */
+static int check_tables(struct rdps_client *c, char *err, size_t errlen)
+{
+	uint32_t n = 0;
+
+	for (uint32_t s = 0; s < c->num_servers; s++)
+		if (c->conns[s]->num_tables > n)
+			n = c->conns[s]->num_tables;
+	c->num_tables = 0;
+	for (uint32_t t = 0; t < n; t++) {
+		const struct rdps_table_desc *d[RDPS_MAX_SERVERS];
+		static const struct rdps_table_desc none;
+		uint32_t filled = 0;
+		bool made_by_clients = false;
+		int ret;
+
+		for (uint32_t s = 0; s < c->num_servers; s++) {
+			d[s] = t < c->conns[s]->num_tables ? &c->conns[s]->tables[t] : &none;
+			filled += d[s]->dim != 0;
+			made_by_clients |= d[s]->elems != 0;
+		}
+		if (!filled)
+			continue;
+		if (filled < c->num_servers && made_by_clients)
+			continue;
+		if (filled < c->num_servers) {
+			snprintf(err, errlen, "table %u ('%s') is on %u of the %u servers", t,
+				 d[0]->dim ? d[0]->name : "?", filled, c->num_servers);
+			return -EPROTO;
+		}
+		ret = table_book(c, t, d, err, errlen);
+		if (ret) {
+			if (made_by_clients) {
+				memset(&c->tables[t], 0, sizeof(c->tables[t]));
+				continue;
+			}
+			return ret;
+		}
 	}
 	return 0;
 }
@@ -366,6 +439,7 @@ void rdps_client_destroy(struct rdps_client *c)
 	free(c->ids_sorted);
 	free(c->perm);
 	free(c->eps);
+	free(c->xbuf);
 	rdps_client_pull_batch_destroy(c->own); /* never left in flight */
 	rdps_ipconfig_free(&c->owned_ipc);
 	free(c);
@@ -407,7 +481,9 @@ static int reconnect(struct rdps_client *c, uint32_t s)
 	for (uint32_t t = 0; t < c->num_tables; t++) {
 		const struct rdps_table_desc *d = &c->conns[s]->tables[t];
 
-		if (c->conns[s]->num_tables != c->num_tables || d->dim != c->tables[t].dim ||
+		if (!c->tables[t].dim)
+			continue;
+		if (c->conns[s]->num_tables <= t || d->dim != c->tables[t].dim ||
 		    d->lo != c->offsets[t][s] || d->hi != c->offsets[t][s + 1]) {
 			snprintf(c->errmsg, sizeof(c->errmsg),
 				 "server %u came back with other tables than before", s);
@@ -462,22 +538,177 @@ uint32_t rdps_client_num_servers(const struct rdps_client *c)
 int rdps_client_table_info(const struct rdps_client *c, uint32_t id,
 			   struct rdps_table_info *info)
 {
-	if (id >= c->num_tables)
+	if (id >= c->num_tables || !c->tables[id].dim)
 		return -ENOENT;
 	info->name = c->tables[id].name;
 	info->id = id;
 	info->dim = c->tables[id].dim;
 	info->num_rows = c->tables[id].num_rows;
+	info->dtype = (int)c->tables[id].dtype;
+	info->elems = c->tables[id].elems ? c->tables[id].elems : c->tables[id].dim;
+	info->optimizer = (int)c->tables[id].optimizer;
 	return 0;
 }
 
-int rdps_client_table(const struct rdps_client *c, const char *name,
-		      struct rdps_table_info *info)
+/* One table request to every server, in order (server 0 first: it decides
+ * a new table's slot, the others take it); descs[s] gets each reply. */
+static int table_call(struct rdps_client *c, struct rdps_table_req *tr,
+		      struct rdps_table_desc *descs)
 {
-	for (uint32_t t = 0; t < c->num_tables; t++)
-		if (!strcmp(c->tables[t].name, name))
+	int ret;
+
+	if (ensure_conns(c))
+		return -ENOTCONN;
+	if (c->observer) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "an observer cannot use tables");
+		return -EPERM;
+	}
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		ret = c->ops->call(c->conns[s], RDPS_REQ_TABLE, tr, sizeof(*tr), &descs[s],
+				   sizeof(descs[s]), 0);
+		if (ret)
+			return conn_fail(c, ret, s);
+		if (tr->op == RDPS_TABLE_CREATE)
+			tr->table_id = descs[0].table_id;
+		if (descs[s].table_id != descs[0].table_id || descs[s].table_id >= RDPS_MAX_TABLES) {
+			snprintf(c->errmsg, sizeof(c->errmsg), "%s put table '%s' in slot %u, server "
+				 "0 in slot %u", c->conns[s]->peer, tr->name, descs[s].table_id,
+				 descs[0].table_id);
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
+static int table_named(struct rdps_client *c, const char *name, struct rdps_table_req *tr)
+{
+	if (!name || !name[0] || strlen(name) >= RDPS_TABLE_NAME_MAX) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "a table name of 1 to %d bytes",
+			 RDPS_TABLE_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	memset(tr, 0, sizeof(*tr));
+	snprintf(tr->name, sizeof(tr->name), "%s", name);
+	return 0;
+}
+
+int rdps_client_table(struct rdps_client *c, const char *name, struct rdps_table_info *info)
+{
+	struct rdps_table_desc *descs;
+	struct rdps_table_req tr;
+	uint32_t t;
+	int ret;
+
+	for (t = 0; t < c->num_tables; t++)
+		if (c->tables[t].dim && !strcmp(c->tables[t].name, name))
 			return rdps_client_table_info(c, t, info);
-	return -ENOENT;
+	if (c->observer || (ret = table_named(c, name, &tr)))
+		return -ENOENT;
+	/* Made by a client since this one connected? */
+	descs = calloc(c->num_servers, sizeof(*descs));
+	if (!descs)
+		return -ENOMEM;
+	tr.op = RDPS_TABLE_LOOKUP;
+	ret = table_call(c, &tr, descs);
+	t = descs[0].table_id;
+	if (!ret)
+		ret = table_install(c, t, descs, c->errmsg, sizeof(c->errmsg));
+	free(descs);
+	return ret ? ret : rdps_client_table_info(c, t, info);
+}
+
+int rdps_client_table_create(struct rdps_client *c, const struct rdps_table_spec *spec,
+			     struct rdps_table_info *info)
+{
+	struct rdps_table_desc *descs;
+	struct rdps_table_req tr;
+	uint32_t t;
+	int ret;
+
+	if ((ret = table_named(c, spec->name, &tr)))
+		return ret;
+	if (spec->dtype < 0 || spec->dtype >= RDPS_DTYPE_COUNT || !spec->elems ||
+	    !spec->num_rows || rdps_dtype_row_words(spec->dtype, spec->elems) > RDPS_MAX_DIM ||
+	    (spec->init_range > 0 && spec->dtype != RDPS_DTYPE_F32) || !(spec->init_range >= 0)) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "table '%s': %llu rows of %u elements of "
+			 "dtype %d%s: not a table (rows and elements above 0, a dtype of "
+			 "enum rdps_dtype, rows of at most %d words, a uniform start for float32 "
+			 "only)", spec->name, (unsigned long long)spec->num_rows, spec->elems,
+			 spec->dtype, spec->init_range > 0 ? " starting uniform" : "",
+			 RDPS_MAX_DIM);
+		return -EINVAL;
+	}
+	tr.op = RDPS_TABLE_CREATE;
+	tr.table_id = RDPS_TABLE_ANY_ID;
+	tr.num_rows = spec->num_rows;
+	tr.elems = spec->elems;
+	tr.dtype = (uint32_t)spec->dtype;
+	tr.init = spec->init_range > 0 ? RDPS_INIT_UNIFORM : RDPS_INIT_ZEROS;
+	tr.init_range = spec->init_range > 0 ? spec->init_range : 0;
+	tr.seed = spec->seed;
+	tr.optimizer = RDPS_OPT_NONE;
+	descs = calloc(c->num_servers, sizeof(*descs));
+	if (!descs)
+		return -ENOMEM;
+	ret = table_call(c, &tr, descs);
+	t = descs[0].table_id;
+	if (!ret)
+		ret = table_install(c, t, descs, c->errmsg, sizeof(c->errmsg));
+	free(descs);
+	return ret ? ret : rdps_client_table_info(c, t, info);
+}
+
+int rdps_client_table_drop(struct rdps_client *c, const char *name)
+{
+	struct rdps_table_desc *descs;
+	struct rdps_table_req tr;
+	int ret;
+
+	if ((ret = table_named(c, name, &tr)))
+		return ret;
+	descs = calloc(c->num_servers, sizeof(*descs));
+	if (!descs)
+		return -ENOMEM;
+	tr.op = RDPS_TABLE_DROP;
+	/* Pushes of this client to it must not come after it. */
+	ret = rdps_client_flush(c);
+	if (!ret)
+		ret = table_call(c, &tr, descs);
+	if (!ret)
+		table_forget(c, descs[0].table_id);
+	free(descs);
+	return ret;
+}
+
+int rdps_client_table_set_optimizer(struct rdps_client *c, uint32_t table,
+				    const struct rdps_optimizer_spec *o)
+{
+	struct rdps_table_desc *descs;
+	struct rdps_table_req tr;
+	int ret;
+
+	if (table >= c->num_tables || !c->tables[table].dim) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "unknown table %u", table);
+		return -ENOENT;
+	}
+	if ((ret = table_named(c, c->tables[table].name, &tr)))
+		return ret;
+	tr.op = RDPS_TABLE_SET_OPTIMIZER;
+	tr.optimizer = (uint32_t)o->optimizer;
+	tr.lr = o->lr;
+	tr.eps = o->eps;
+	tr.beta1 = o->beta1;
+	tr.beta2 = o->beta2;
+	descs = calloc(c->num_servers, sizeof(*descs));
+	if (!descs)
+		return -ENOMEM;
+	ret = rdps_client_flush(c);
+	if (!ret)
+		ret = table_call(c, &tr, descs);
+	if (!ret)
+		c->tables[table].optimizer = (uint32_t)o->optimizer;
+	free(descs);
+	return ret;
 }
 
 uint32_t rdps_client_locate(const struct rdps_client *c, uint32_t table, uint64_t id)
@@ -835,6 +1066,7 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 		return ret;
 	dim = c->tables[table].dim;
 	chunk = chunk_rows(dim);
+	c->unflushed = true;
 	if (grouped) {
 		/* The backend reads each row where the caller keeps it. */
 		src = c->ids_sorted;
@@ -867,6 +1099,7 @@ int rdps_client_flush(struct rdps_client *c)
 
 	if (ensure_conns(c))
 		return -ENOTCONN;
+	c->unflushed = false;
 	for (uint32_t s = 0; s < c->num_servers; s++) {
 		int ret = c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0);
 
@@ -978,4 +1211,101 @@ uint64_t rdps_client_reconnects(const struct rdps_client *c)
 uint64_t rdps_client_rolled_back_rows(const struct rdps_client *c)
 {
 	return c->rolled_back;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rows of any dtype                                                       */
+
+/* A table's row as the caller packs it (bytes) and as it travels (words). */
+static int row_shape(struct rdps_client *c, uint32_t table, size_t *bytes, uint32_t *words)
+{
+	const struct rdps_table_desc *d;
+
+	if (table >= c->num_tables || !c->tables[table].dim) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "unknown table %u", table);
+		return -ENOENT;
+	}
+	d = &c->tables[table];
+	*words = d->dim;
+	*bytes = d->elems ? rdps_dtype_size((int)d->dtype) * d->elems : (size_t)d->dim * 4;
+	return 0;
+}
+
+static int reserve_xbuf(struct rdps_client *c, size_t bytes)
+{
+	return rdps_reserve(&c->xbuf, &c->xcap, bytes ? bytes : 1);
+}
+
+int rdps_client_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+		    void *out)
+{
+	size_t bytes;
+	uint32_t words;
+	int ret = row_shape(c, table, &bytes, &words);
+
+	if (ret)
+		return ret;
+	/* Rows of whole words land where the caller wants them. */
+	if (bytes == (size_t)words * 4)
+		return rdps_client_pull(c, table, ids, n, out);
+	if ((ret = reserve_xbuf(c, n * words * 4)))
+		return ret;
+	ret = rdps_client_pull(c, table, ids, n, c->xbuf);
+	for (size_t i = 0; !ret && i < n; i++)
+		memcpy((char *)out + i * bytes, (char *)c->xbuf + i * words * 4, bytes);
+	return ret;
+}
+
+int rdps_client_set(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		    const void *rows, size_t n)
+{
+	size_t bytes, row, chunk;
+	uint32_t words;
+	const uint64_t *src = ids;
+	const char *data = rows;
+	int grouped, ret = row_shape(c, table, &bytes, &words);
+
+	if (ret)
+		return ret;
+	if (!n)
+		return 0;
+	if (n > UINT32_MAX)
+		return -EINVAL;
+	if (ensure_conns(c))
+		return -ENOTCONN;
+	/* The rows travel on the control path: this client's pushes first. */
+	if (c->unflushed && (ret = rdps_client_flush(c)))
+		return ret;
+	ret = route(c, table, ids, n, &grouped);
+	if (ret)
+		return ret;
+	row = (size_t)words * 4;
+	if (grouped || bytes != row) {
+		/* Grouped by server, each row in whole words (zero-padded). */
+		if ((ret = reserve_xbuf(c, n * row)))
+			return ret;
+		for (size_t i = 0; i < n; i++) {
+			char *dst = (char *)c->xbuf + i * row;
+
+			memcpy(dst, data + (size_t)(grouped ? c->perm[i] : i) * bytes, bytes);
+			memset(dst + bytes, 0, row - bytes);
+		}
+		data = c->xbuf;
+		if (grouped)
+			src = c->ids_sorted;
+	}
+	chunk = chunk_rows(words);
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		for (size_t pos = c->start[s]; pos < c->start[s + 1];) {
+			size_t m = c->start[s + 1] - pos;
+
+			if (m > chunk)
+				m = chunk;
+			ret = c->ops->set(c->conns[s], table, src + pos, data + pos * row, (uint32_t)m);
+			if (ret)
+				return conn_fail(c, ret, s);
+			pos += m;
+		}
+	}
+	return 0;
 }

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +37,16 @@ struct rdps_server {
 	pthread_t *workers;       /* progress threads 1..num_workers */
 	uint32_t num_workers;
 	int worker_ret;           /* the first fatal transport error of a worker */
-	uint32_t server_id, num_servers, num_tables;
+	uint32_t server_id, num_servers;
+	/* Tables 0..num_tables-1: the config's first (num_config_tables: the
+	 * ones checkpoints hold), then the slots of tables clients made (see
+	 * table_request). A slot's shard is NULL while it holds no table;
+	 * requests hold a reference (shard_get) so that a drop frees a shard
+	 * only once no request uses it. */
+	uint32_t num_tables, num_config_tables;
 	struct rdps_shard *shards[RDPS_MAX_TABLES];
+	uint32_t refs[RDPS_MAX_TABLES];
+	struct rdps_table_desc client_tables[RDPS_MAX_TABLES]; /* slots clients made */
 	struct rdps_server_stats stats;
 	volatile sig_atomic_t stop;
 	bool keep_alive;
@@ -287,25 +296,50 @@ static int handle_collective(struct rdps_server *s, struct rdps_request *req)
 	return RDPS_REPLY_DEFERRED;
 }
 
-static int check_rows(struct rdps_server *s, struct rdps_request *req)
+/* The shard of table t with a reference held, or NULL (no such table). */
+static struct rdps_shard *shard_get(struct rdps_server *s, uint32_t t)
 {
-	uint64_t bad;
-	struct rdps_shard_info info;
+	struct rdps_shard *sh;
 
-	if (req->table >= s->num_tables) {
-		snprintf(req->errmsg, req->errlen, "unknown table %u (server has %u)",
-			 req->table, s->num_tables);
-		return -ENOENT;
+	if (t >= __atomic_load_n(&s->num_tables, __ATOMIC_ACQUIRE))
+		return NULL;
+	__atomic_fetch_add(&s->refs[t], 1, __ATOMIC_ACQ_REL);
+	sh = __atomic_load_n(&s->shards[t], __ATOMIC_ACQUIRE);
+	if (!sh)
+		__atomic_fetch_sub(&s->refs[t], 1, __ATOMIC_RELEASE);
+	return sh;
+}
+
+static void shard_put(struct rdps_server *s, uint32_t t)
+{
+	__atomic_fetch_sub(&s->refs[t], 1, __ATOMIC_RELEASE);
+}
+
+/* The request's table (with a reference) if its ids are all this
+ * server's; else NULL with a reason and *ret. */
+static struct rdps_shard *check_rows(struct rdps_server *s, struct rdps_request *req, int *ret)
+{
+	struct rdps_shard *sh = shard_get(s, req->table);
+	struct rdps_shard_info info;
+	uint64_t bad;
+
+	if (!sh) {
+		snprintf(req->errmsg, req->errlen, "unknown table %u on server %u", req->table,
+			 s->server_id);
+		*ret = -ENOENT;
+		return NULL;
 	}
-	if (rdps_shard_check_ids(s->shards[req->table], req->ids, req->n, &bad)) {
-		rdps_shard_info(s->shards[req->table], &info);
+	if (rdps_shard_check_ids(sh, req->ids, req->n, &bad)) {
+		rdps_shard_info(sh, &info);
 		snprintf(req->errmsg, req->errlen,
 			 "id %llu of table '%s' is outside this server's rows [%llu, %llu)",
 			 (unsigned long long)bad, info.name, (unsigned long long)info.lo,
 			 (unsigned long long)info.hi);
-		return -ERANGE;
+		shard_put(s, req->table);
+		*ret = -ERANGE;
+		return NULL;
 	}
-	return 0;
+	return sh;
 }
 
 /* A consistent-enough copy of counters other threads add to (each field
@@ -401,10 +435,284 @@ static int handle_control(struct rdps_server *s, struct rdps_request *req)
 	return ret;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Tables clients make (DGL's DistTensor): RDPS_REQ_TABLE, under s->lock.   */
+
+/* "1000 rows x 16 float32" */
+static const char *shape_str(char *buf, size_t len, uint64_t rows, uint32_t elems, int dtype)
+{
+	snprintf(buf, len, "%llu rows x %u %s", (unsigned long long)rows, elems,
+		 rdps_dtype_name(dtype) ? rdps_dtype_name(dtype) : "?");
+	return buf;
+}
+
+/* The slot of the table called name, or -1. */
+static int table_by_name(const struct rdps_server *s, const char *name)
+{
+	for (uint32_t t = 0; t < s->num_tables; t++) {
+		struct rdps_shard_info info;
+
+		if (!s->shards[t])
+			continue;
+		rdps_shard_info(s->shards[t], &info);
+		if (!strcmp(info.name, name))
+			return (int)t;
+	}
+	return -1;
+}
+
+/* The desc of slot t as this server exposes it (RDMA keys included). */
+static void table_desc(const struct rdps_server *s, uint32_t t, struct rdps_table_desc *d)
+{
+	if (t >= s->num_config_tables) {
+		*d = s->client_tables[t];
+		return;
+	}
+	/* A config table: float32 rows as its shard holds them. */
+	{
+		struct rdps_shard_info info;
+
+		rdps_shard_info(s->shards[t], &info);
+		memset(d, 0, sizeof(*d));
+		snprintf(d->name, sizeof(d->name), "%s", info.name);
+		d->table_id = t;
+		d->dim = d->elems = info.dim;
+		d->num_rows = info.num_rows;
+		d->lo = info.lo;
+		d->hi = info.hi;
+		d->stride = (uint32_t)info.stride;
+		d->optimizer = (uint32_t)info.optimizer;
+		d->dtype = RDPS_DTYPE_F32;
+	}
+}
+
+static int table_create(struct rdps_server *s, const struct rdps_table_req *tr,
+			struct rdps_request *req, uint32_t *id)
+{
+	uint32_t words = rdps_dtype_row_words((int)tr->dtype, tr->elems);
+	uint64_t off[2];
+	struct rdps_shard_params sp = {
+		.name = tr->name, .dim = words, .num_rows = tr->num_rows,
+		.init = (int)tr->init, .init_range = tr->init_range, .seed = tr->seed,
+		.optimizer = (int)tr->optimizer, .lr = tr->lr, .eps = tr->eps,
+		.beta1 = tr->beta1, .beta2 = tr->beta2,
+	};
+	struct rdps_region r = { 0 };
+	struct rdps_shard_info info;
+	struct rdps_shard *sh;
+	char a[96], b[96];
+	int t = table_by_name(s, tr->name), ret;
+
+	if (!tr->name[0] || tr->dtype >= RDPS_DTYPE_COUNT || !tr->elems || !tr->num_rows ||
+	    words > RDPS_MAX_DIM || (tr->init != RDPS_INIT_ZEROS && tr->init != RDPS_INIT_UNIFORM) ||
+	    (tr->dtype != RDPS_DTYPE_F32 && (tr->init != RDPS_INIT_ZEROS ||
+					     tr->optimizer != RDPS_OPT_NONE))) {
+		snprintf(req->errmsg, req->errlen, "table '%s': bad shape %s, or an init or "
+			 "optimizer its dtype cannot have (only float32 tables start uniform "
+			 "or take gradients)", tr->name,
+			 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype));
+		return -EINVAL;
+	}
+	if (t >= 0) {
+		struct rdps_table_desc d;
+
+		/* Made already (by another client of the job, most likely):
+		 * the same shape is the same table; another is an error. */
+		table_desc(s, (uint32_t)t, &d);
+		if (d.num_rows != tr->num_rows || (d.elems ? d.elems : d.dim) != tr->elems ||
+		    d.dtype != tr->dtype ||
+		    (tr->table_id != RDPS_TABLE_ANY_ID && tr->table_id != (uint32_t)t)) {
+			snprintf(req->errmsg, req->errlen, "table '%s' exists on server %u as %s "
+				 "(table %d); this asks for %s%s", tr->name, s->server_id,
+				 shape_str(a, sizeof(a), d.num_rows, d.elems ? d.elems : d.dim,
+					   (int)d.dtype),
+				 t, shape_str(b, sizeof(b), tr->num_rows, tr->elems, (int)tr->dtype),
+				 tr->table_id != RDPS_TABLE_ANY_ID && tr->table_id != (uint32_t)t
+					 ? " in another slot" : "");
+			return -EEXIST;
+		}
+		*id = (uint32_t)t;
+		return 0;
+	}
+	if (tr->table_id == RDPS_TABLE_ANY_ID) {
+		if (s->server_id != 0) {
+			snprintf(req->errmsg, req->errlen, "tables are made on server 0 first");
+			return -EINVAL;
+		}
+		/* The lowest free slot after the config's tables. */
+		for (t = (int)s->num_config_tables; t < RDPS_MAX_TABLES && s->shards[t]; t++)
+			;
+		if (t == RDPS_MAX_TABLES) {
+			snprintf(req->errmsg, req->errlen, "server %u holds %d tables already, the "
+				 "most it can", s->server_id, RDPS_MAX_TABLES);
+			return -ENOSPC;
+		}
+	} else {
+		t = (int)tr->table_id;
+		if (t < (int)s->num_config_tables || t >= RDPS_MAX_TABLES || s->shards[t]) {
+			snprintf(req->errmsg, req->errlen, "table '%s' cannot go into slot %d of "
+				 "server %u (another table is there)", tr->name, t, s->server_id);
+			return -EEXIST;
+		}
+	}
+	/* Rows split evenly over the servers, as --table's are (the first
+	 * num_rows % servers get one more: rdps_book_even). */
+	{
+		uint64_t q = tr->num_rows / s->num_servers, extra = tr->num_rows % s->num_servers;
+		uint64_t i = s->server_id;
+
+		off[0] = i * q + (i < extra ? i : extra);
+		off[1] = off[0] + q + (i < extra ? 1 : 0);
+	}
+	sp.table_id = (uint32_t)t;
+	sp.lo = off[0];
+	sp.hi = off[1];
+	ret = rdps_shard_create(&sp, &sh);
+	if (ret) {
+		snprintf(req->errmsg, req->errlen, "table '%s' (%s) on server %u: %s", tr->name,
+			 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype), s->server_id,
+			 ret == -EINVAL ? "invalid optimizer settings" : rdps_strerror(ret));
+		return ret;
+	}
+	rdps_shard_set_concurrent(sh, true); /* clients write while others read */
+	rdps_shard_info(sh, &info);
+	snprintf(r.desc.name, sizeof(r.desc.name), "%s", tr->name);
+	r.desc.table_id = (uint32_t)t;
+	r.desc.dim = words;
+	r.desc.num_rows = tr->num_rows;
+	r.desc.lo = info.lo;
+	r.desc.hi = info.hi;
+	r.desc.stride = (uint32_t)info.stride;
+	r.desc.optimizer = tr->optimizer;
+	r.desc.dtype = tr->dtype;
+	r.desc.elems = tr->elems;
+	r.base = info.base;
+	r.len = info.len;
+	ret = s->ops->add_region(s->ts, &r);
+	if (ret) {
+		snprintf(req->errmsg, req->errlen, "table '%s': the %s transport cannot expose "
+			 "it: %s", tr->name, s->ops->name, rdps_strerror(ret));
+		rdps_shard_destroy(sh);
+		return ret;
+	}
+	s->client_tables[t] = r.desc;
+	__atomic_store_n(&s->shards[t], sh, __ATOMIC_RELEASE);
+	if ((uint32_t)t >= s->num_tables)
+		__atomic_store_n(&s->num_tables, (uint32_t)t + 1, __ATOMIC_RELEASE);
+	rdps_info("server %u: table '%s' (%s, optimizer %s) made by client %u in slot %d: "
+		  "rows [%llu, %llu) here", s->server_id, tr->name,
+		  shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype),
+		  rdps_optimizer_name((int)tr->optimizer), req->client_id, t,
+		  (unsigned long long)info.lo, (unsigned long long)info.hi);
+	*id = (uint32_t)t;
+	return 0;
+}
+
+/* Drops a table clients made, once no request uses it. */
+static int table_drop(struct rdps_server *s, uint32_t t, struct rdps_request *req)
+{
+	struct rdps_shard *sh = s->shards[t];
+
+	if (t < s->num_config_tables) {
+		snprintf(req->errmsg, req->errlen, "table '%s' is the server's own (--table or "
+			 "--partition): clients cannot drop it", s->client_tables[t].name);
+		return -EPERM;
+	}
+	__atomic_store_n(&s->shards[t], NULL, __ATOMIC_RELEASE);
+	s->ops->remove_region(s->ts, t);
+	/* Requests that took the shard before finish first (they are short). */
+	while (__atomic_load_n(&s->refs[t], __ATOMIC_ACQUIRE))
+		sched_yield();
+	rdps_info("server %u: table '%s' dropped by client %u", s->server_id,
+		  s->client_tables[t].name, req->client_id);
+	memset(&s->client_tables[t], 0, sizeof(s->client_tables[t]));
+	rdps_shard_destroy(sh);
+	return 0;
+}
+
+static int table_request(struct rdps_server *s, struct rdps_request *req)
+{
+	struct rdps_table_req tr;
+	struct rdps_table_desc *d = req->reply;
+	uint32_t id = 0;
+	int t, ret;
+
+	if (req->payload_len != sizeof(tr) || req->reply_cap < sizeof(*d))
+		return -EINVAL;
+	memcpy(&tr, req->payload, sizeof(tr));
+	tr.name[RDPS_TABLE_NAME_MAX - 1] = '\0';
+	switch (tr.op) {
+	case RDPS_TABLE_CREATE:
+		ret = table_create(s, &tr, req, &id);
+		break;
+	case RDPS_TABLE_LOOKUP:
+	case RDPS_TABLE_DROP:
+	case RDPS_TABLE_SET_OPTIMIZER:
+		t = table_by_name(s, tr.name);
+		if (t < 0) {
+			snprintf(req->errmsg, req->errlen, "no table '%s' on server %u", tr.name,
+				 s->server_id);
+			return -ENOENT;
+		}
+		id = (uint32_t)t;
+		ret = 0;
+		if (tr.op == RDPS_TABLE_DROP) {
+			table_desc(s, id, d);
+			req->reply_len = sizeof(*d);
+			return table_drop(s, id, req);
+		}
+		if (tr.op == RDPS_TABLE_SET_OPTIMIZER) {
+			struct rdps_table_desc cur;
+
+			table_desc(s, id, &cur);
+			if (cur.dtype != RDPS_DTYPE_F32 && tr.optimizer != RDPS_OPT_NONE) {
+				snprintf(req->errmsg, req->errlen, "table '%s' holds %s: only float32 "
+					 "tables take gradients", tr.name, rdps_dtype_name((int)cur.dtype));
+				return -EINVAL;
+			}
+			/* Every client may ask for it: the same settings are no
+			 * change (its state, which training built, stays). */
+			{
+				struct rdps_shard_info si;
+				float eps = tr.eps > 0 ? tr.eps
+					    : tr.optimizer == RDPS_OPT_ADAM ? RDPS_ADAM_EPS
+									   : RDPS_ADAGRAD_EPS;
+
+				rdps_shard_info(s->shards[id], &si);
+				if (si.optimizer == (int)tr.optimizer && si.lr == tr.lr && si.eps == eps &&
+				    si.beta1 == (tr.beta1 > 0 ? tr.beta1 : RDPS_ADAM_BETA1) &&
+				    si.beta2 == (tr.beta2 > 0 ? tr.beta2 : RDPS_ADAM_BETA2))
+					break;
+			}
+			ret = rdps_shard_set_optimizer(s->shards[id], (int)tr.optimizer, tr.lr, tr.eps,
+						       tr.beta1, tr.beta2);
+			if (ret) {
+				snprintf(req->errmsg, req->errlen, "table '%s': optimizer %u with lr "
+					 "%g, eps %g, betas %g, %g: %s", tr.name, tr.optimizer, tr.lr,
+					 tr.eps, tr.beta1, tr.beta2, ret == -EINVAL ? "invalid"
+									 : rdps_strerror(ret));
+				return ret;
+			}
+			if (id >= s->num_config_tables)
+				s->client_tables[id].optimizer = tr.optimizer;
+		}
+		break;
+	default:
+		snprintf(req->errmsg, req->errlen, "unknown table operation %u", tr.op);
+		return -EOPNOTSUPP;
+	}
+	if (ret)
+		return ret;
+	table_desc(s, id, d);
+	req->reply_len = sizeof(*d);
+	return 0;
+}
+
 static int handle(void *ctx, struct rdps_request *req)
 {
 	struct rdps_server *s = ctx;
 	struct rdps_shard_info info;
+	struct rdps_shard *sh;
 	int ret = 0;
 
 	if (req->observer && req->type != RDPS_REQ_HELLO && req->type != RDPS_REQ_BYE &&
@@ -422,28 +730,44 @@ static int handle(void *ctx, struct rdps_request *req)
 	}
 	switch (req->type) {
 	case RDPS_REQ_PULL:
-		ret = check_rows(s, req);
-		if (ret)
+		if (!(sh = check_rows(s, req, &ret)))
 			break;
-		rdps_shard_read(s->shards[req->table], req->ids, req->n, req->rows_out);
-		rdps_shard_info(s->shards[req->table], &info);
+		rdps_shard_read(sh, req->ids, req->n, req->rows_out);
+		rdps_shard_info(sh, &info);
+		shard_put(s, req->table);
 		RDPS_STAT_ADD(s->stats.rows_pulled, req->n);
 		RDPS_STAT_ADD(s->stats.bytes_in, 8 + (uint64_t)req->n * 8);
 		RDPS_STAT_ADD(s->stats.bytes_out, (uint64_t)req->n * info.dim * 4);
 		break;
 	case RDPS_REQ_PUSH:
-		ret = check_rows(s, req);
+		if (!(sh = check_rows(s, req, &ret)))
+			break;
+		ret = rdps_shard_apply_gather(sh, req->ids, req->grads, req->grad_index, req->n);
+		rdps_shard_info(sh, &info);
+		shard_put(s, req->table);
+		if (ret == -EPERM)
+			snprintf(req->errmsg, req->errlen, "table '%s' has no optimizer: write its "
+				 "rows (set), or give it one", info.name);
 		if (ret)
 			break;
-		ret = rdps_shard_apply_gather(s->shards[req->table], req->ids, req->grads,
-					      req->grad_index, req->n);
-		if (ret)
-			break;
-		rdps_shard_info(s->shards[req->table], &info);
 		RDPS_STAT_ADD(s->stats.rows_pushed, req->n);
 		/* client_id < num_clients == rows_clients (handle_hello) */
 		RDPS_STAT_ADD(s->rows_applied[req->client_id], req->n);
 		RDPS_STAT_ADD(s->stats.bytes_in, 8 + (uint64_t)req->n * (8 + info.dim * 4));
+		break;
+	case RDPS_REQ_SET:
+		/* The rows travel where a push's gradients do. */
+		if (!(sh = check_rows(s, req, &ret)))
+			break;
+		rdps_shard_set(sh, req->ids, req->grads, req->n);
+		rdps_shard_info(sh, &info);
+		shard_put(s, req->table);
+		RDPS_STAT_ADD(s->stats.bytes_in, 8 + (uint64_t)req->n * (8 + info.dim * 4));
+		break;
+	case RDPS_REQ_TABLE:
+		pthread_mutex_lock(&s->lock);
+		ret = table_request(s, req);
+		pthread_mutex_unlock(&s->lock);
 		break;
 	case RDPS_REQ_FLUSH:
 		/* Requests of a connection are handled in order, by one thread:
@@ -553,7 +877,7 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 	s->job_timeout_ns = (uint64_t)cfg->job_timeout_ms * 1000000ull;
 	s->last_client_ns = rdps_now_ns();
 	s->num_servers = cfg->ipc->num_servers;
-	s->num_tables = cfg->num_tables;
+	s->num_tables = s->num_config_tables = cfg->num_tables;
 	for (uint32_t t = 0; t < cfg->num_tables; t++) {
 		const struct rdps_server_table_config *tc = &cfg->tables[t];
 		const uint64_t *off = tc->offsets;
@@ -693,7 +1017,7 @@ int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
 		counts[c] = __atomic_load_n(&s->rows_applied[c], __ATOMIC_RELAXED);
 	job.pushed_rows = counts;
 	pushed0 = __atomic_load_n(&s->stats.rows_pushed, __ATOMIC_RELAXED);
-	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_tables, &job, seq,
+	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_config_tables, &job, seq,
 			      good, &bytes, err, errlen);
 	during = __atomic_load_n(&s->stats.rows_pushed, __ATOMIC_RELAXED) - pushed0;
 	__atomic_store_n(&s->stats.ckpt_rows_during, during, __ATOMIC_RELAXED);

@@ -325,6 +325,10 @@ void rdps_shard_info(const struct rdps_shard *s, struct rdps_shard_info *info)
 	info->base = s->base;
 	info->len = s->len;
 	info->optimizer = s->optimizer;
+	info->lr = s->lr;
+	info->eps = s->eps;
+	info->beta1 = s->beta1;
+	info->beta2 = s->beta2;
 }
 
 int rdps_shard_check_ids(const struct rdps_shard *s, const uint64_t *ids,

@@ -298,9 +298,11 @@ static int inproc_connect(const struct rdps_conn_params *p, struct rdps_conn **o
 	ic->base.welcome = req.welcome;
 	ic->base.server_id = is->p.server_id;
 	ic->base.num_servers = is->p.num_servers;
+	pthread_mutex_lock(&registry_lock);
 	ic->base.num_tables = is->p.num_regions;
 	for (uint32_t i = 0; i < is->p.num_regions; i++)
 		ic->base.tables[i] = is->regions[i].desc;
+	pthread_mutex_unlock(&registry_lock);
 	*out = &ic->base;
 	return 0;
 
@@ -344,9 +346,8 @@ static int rows_request(struct inproc_conn *ic, uint32_t type, uint32_t table,
 				    .errmsg = why, .errlen = sizeof(why) };
 	int ret;
 
-	if (table >= ic->base.num_tables) {
-		snprintf(why, sizeof(why), "unknown table %u (server has %u)", table,
-			 ic->base.num_tables);
+	if (table >= ic->base.num_tables || !ic->base.tables[table].dim) {
+		snprintf(why, sizeof(why), "unknown table %u", table);
 		return fail(ic, -ENOENT, why);
 	}
 	if (ic->srv->base.num_threads > 1)
@@ -389,6 +390,13 @@ static int inproc_push_gather(struct rdps_conn *c, uint32_t table, const uint64_
 	return rows_request(to_inproc_conn(c), RDPS_REQ_PUSH, table, ids, n, grads, index, NULL);
 }
 
+/* Rows written: the rows (dim words each) go where a push's gradients do. */
+static int inproc_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void *rows,
+		      uint32_t n)
+{
+	return rows_request(to_inproc_conn(c), RDPS_REQ_SET, table, ids, n, rows, NULL, NULL);
+}
+
 static int inproc_call(struct rdps_conn *c, uint32_t type, const void *rq, size_t rq_len,
 		       void *reply, size_t reply_len, int timeout_ms)
 {
@@ -400,16 +408,48 @@ static int inproc_call(struct rdps_conn *c, uint32_t type, const void *rq, size_
 	int ret;
 
 	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
-	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT)
+	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT &&
+	    type != RDPS_REQ_TABLE)
 		return -EINVAL;
-	if (rq_len % 8 || rq_len > RDPS_ALLREDUCE_MAX * 8)
+	if (type == RDPS_REQ_TABLE ? rq_len != sizeof(struct rdps_table_req)
+				   : rq_len % 8 || rq_len > RDPS_ALLREDUCE_MAX * 8)
 		return -EINVAL;
 	ret = call_handler(ic, &req, timeout_ms > 0 ? timeout_ms : ic->timeout_ms);
 	if (ret < 0)
 		return fail(ic, ret, why);
-	if ((type == RDPS_REQ_STATS || type == RDPS_REQ_ALLREDUCE) && req.reply_len != reply_len)
+	if ((type == RDPS_REQ_STATS || type == RDPS_REQ_ALLREDUCE || type == RDPS_REQ_TABLE) &&
+	    req.reply_len != reply_len)
 		return fail(ic, -EPROTO, "reply of unexpected size");
 	return 0;
+}
+
+/* A table clients made: new connections see it (the client layer tells
+ * its existing ones). Same process: no remote access descriptors. */
+static int inproc_add_region(struct rdps_tserver *s, struct rdps_region *r)
+{
+	struct inproc_server *is = to_inproc_server(s);
+	uint32_t t = r->desc.table_id;
+
+	if (t >= RDPS_MAX_TABLES || !r->desc.dim)
+		return -EINVAL;
+	r->desc.remote_addr = r->desc.rkey = 0;
+	pthread_mutex_lock(&registry_lock);
+	is->regions[t] = *r;
+	if (t >= is->p.num_regions)
+		is->p.num_regions = t + 1;
+	pthread_mutex_unlock(&registry_lock);
+	return 0;
+}
+
+static void inproc_remove_region(struct rdps_tserver *s, uint32_t table_id)
+{
+	struct inproc_server *is = to_inproc_server(s);
+
+	if (table_id >= RDPS_MAX_TABLES)
+		return;
+	pthread_mutex_lock(&registry_lock);
+	memset(&is->regions[table_id], 0, sizeof(is->regions[table_id]));
+	pthread_mutex_unlock(&registry_lock);
 }
 
 static int inproc_listen(const struct rdps_listen_params *p, struct rdps_tserver **out,
@@ -573,11 +613,14 @@ static const struct rdps_transport_ops inproc_ops = {
 	.pull_wait = inproc_pull_wait,
 	.push = inproc_push,
 	.push_gather = inproc_push_gather,
+	.set = inproc_set,
 	.call = inproc_call,
 	.listen = inproc_listen,
 	.progress = inproc_progress,
 	.reply = inproc_reply,
 	.destroy = inproc_destroy,
+	.add_region = inproc_add_region,
+	.remove_region = inproc_remove_region,
 	.query = inproc_query,
 	.route = inproc_route,
 };

@@ -56,6 +56,9 @@ static const struct rdps_transport_ops ofi_ops = {
 	.progress = ofi_progress,
 	.reply = ofi_reply,
 	.destroy = ofi_destroy,
+	.add_region = ofi_add_region,
+	.remove_region = ofi_remove_region,
+	.set = ofi_set,
 	.query = ofi_query,
 	.route = ofi_route,
 };

@@ -487,6 +487,10 @@ int ofi_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms);
 int ofi_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
 	      const void *payload, size_t len);
 void ofi_destroy(struct rdps_tserver *s, int timeout_ms);
+int ofi_add_region(struct rdps_tserver *s, struct rdps_region *r);
+void ofi_remove_region(struct rdps_tserver *s, uint32_t table_id);
+int ofi_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void *rows,
+	    uint32_t n);
 
 const struct rdps_transport_ops *rdps_transport_ofi(void);
 

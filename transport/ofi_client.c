@@ -632,10 +632,35 @@ static int pull_wait_two_sided(struct ofi_conn *oc)
 /* ---------------------------------------------------------------------- */
 /* Ops                                                                    */
 
+/* Whether the rows of a table fit this connection's messages and buffers
+ * (checked at connect for the tables then, here for any): 0, or -ENOENT /
+ * -EMSGSIZE with the reason. */
+static int table_fits(struct ofi_conn *oc, uint32_t table)
+{
+	const struct rdps_table_desc *d = &oc->base.tables[table];
+	bool fits;
+
+	if (!d->dim)
+		return -ENOENT;
+	fits = sizeof(struct ofi_msg_hdr) + sizeof(struct rdps_wire_rows) + 8 +
+		       (size_t)d->dim * 4 <= oc->msg_size;
+	if (oc->one_sided)
+		fits = fits && d->stride <= OFI_BOUNCE;
+	else
+		fits = fits && rows_per_request(oc, d->dim);
+	if (fits)
+		return 0;
+	snprintf(oc->base.errmsg, sizeof(oc->base.errmsg), "%s: table '%s' rows of dim %u do not "
+		 "fit the provider's messages of %zu bytes (RDPS_OFI_MSG_BYTES raises them)",
+		 oc->base.peer, d->name, d->dim, oc->msg_size);
+	return -EMSGSIZE;
+}
+
 int ofi_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids, uint32_t n,
 		  float *out)
 {
 	struct ofi_conn *oc = to_ofi_conn(c);
+	int ret;
 
 	if (oc->broken)
 		return -ENOTCONN;
@@ -645,6 +670,8 @@ int ofi_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids, uint
 		return -ENOENT;
 	if (oc->npend == RDPS_ARRAY_SIZE(oc->pend))
 		return -EBUSY;
+	if ((ret = table_fits(oc, table)))
+		return ret;
 	for (uint32_t i = 0; i < n; i++)
 		if (ids[i] < c->tables[table].lo || ids[i] >= c->tables[table].hi) {
 			snprintf(c->errmsg, sizeof(c->errmsg),
@@ -714,6 +741,8 @@ int ofi_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		return -ENOENT;
 	if (oc->npend)
 		return -EBUSY;
+	if ((ret = table_fits(oc, table)))
+		return ret;
 	dim = c->tables[table].dim;
 	per_msg = (uint32_t)((oc->msg_size - sizeof(struct ofi_msg_hdr) -
 			      sizeof(struct rdps_wire_rows)) / (8 + (size_t)dim * 4));
@@ -757,6 +786,24 @@ int ofi_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const flo
 static bool flush_acked(struct ofi_conn *oc)
 {
 	return oc->flush_acked >= oc->flushes;
+}
+
+/* Rows written over the control connection (tables' contents, rare). */
+int ofi_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void *rows,
+	    uint32_t n)
+{
+	struct ofi_conn *oc = to_ofi_conn(c);
+	int ret;
+
+	if (oc->broken)
+		return -ENOTCONN;
+	oc->ctl->tables[table] = c->tables[table];
+	if (table >= oc->ctl->num_tables)
+		oc->ctl->num_tables = table + 1;
+	ret = oc->ctl->ops->set(oc->ctl, table, ids, rows, n);
+	if (ret)
+		snprintf(c->errmsg, sizeof(c->errmsg), "%s", oc->ctl->errmsg);
+	return ret;
 }
 
 int ofi_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len, void *reply,
@@ -864,6 +911,9 @@ static int check_tables(struct ofi_conn *oc, char *err, size_t errlen)
 	for (uint32_t t = 0; t < oc->base.num_tables; t++) {
 		const struct rdps_table_desc *d = &oc->base.tables[t];
 		size_t row = (size_t)d->dim * 4;
+
+		if (!d->dim)
+			continue; /* an empty slot */
 		bool wide = sizeof(struct ofi_msg_hdr) + sizeof(struct rdps_wire_rows) + 8 + row >
 			    oc->msg_size;
 

@@ -351,29 +351,96 @@ void ofi_destroy(struct rdps_tserver *s, int timeout_ms)
 	free(os);
 }
 
+/* Registers one shard for remote reads (where the provider reads), and
+ * says where it is. */
+static int expose_region(struct ofi_server *os, struct rdps_region *r, struct fid_mr **mr,
+			 char *err, size_t errlen)
+{
+	int ret;
+
+	r->desc.remote_addr = 0;
+	r->desc.rkey = 0;
+	if (!os->e.rma)
+		return 0;
+	ret = ofi_mr_reg(&os->e, r->base, r->len, FI_REMOTE_READ, mr, err, errlen, r->desc.name);
+	if (ret)
+		return ret;
+	/* Without FI_MR_VIRT_ADDR a READ addresses a region by offset. */
+	r->desc.remote_addr = os->e.mr_mode & FI_MR_VIRT_ADDR ? (uintptr_t)r->base : 0;
+	r->desc.rkey = fi_mr_key(*mr);
+	if (r->desc.rkey == FI_KEY_NOTAVAIL) {
+		snprintf(err, errlen, "provider %s gives no 64-bit key for table '%s' "
+			 "(FI_MR_RAW is not supported)", os->e.prov, r->desc.name);
+		fi_close(&(*mr)->fid);
+		*mr = NULL;
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int ofi_add_region(struct rdps_tserver *s, struct rdps_region *r)
+{
+	struct ofi_server *os = container_of(s, struct ofi_server, base);
+	uint32_t t = r->desc.table_id;
+	struct fid_mr *mr = NULL;
+	char err[256] = "";
+	int ret;
+
+	if (t >= RDPS_MAX_TABLES || !r->desc.dim)
+		return -EINVAL;
+	ret = expose_region(os, r, &mr, err, sizeof(err));
+	if (ret) {
+		rdps_warn("server %u: table '%s': %s", os->p.server_id, r->desc.name,
+			  err[0] ? err : rdps_strerror(ret));
+		return ret;
+	}
+	ret = os->tcp->ops->add_region(os->tcp, r);
+	if (ret) {
+		if (mr)
+			fi_close(&mr->fid);
+		return ret;
+	}
+	/* dim last: a thread checking a message reads it first */
+	__atomic_store_n(&os->regions[t].desc.dim, 0, __ATOMIC_RELEASE);
+	if (os->mrs[t])
+		fi_close(&os->mrs[t]->fid);
+	os->mrs[t] = mr;
+	os->regions[t].base = r->base;
+	os->regions[t].len = r->len;
+	{
+		struct rdps_table_desc d = r->desc;
+
+		d.dim = 0;
+		os->regions[t].desc = d;
+	}
+	__atomic_store_n(&os->regions[t].desc.dim, r->desc.dim, __ATOMIC_RELEASE);
+	if (t >= __atomic_load_n(&os->p.num_regions, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&os->p.num_regions, t + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void ofi_remove_region(struct rdps_tserver *s, uint32_t table_id)
+{
+	struct ofi_server *os = container_of(s, struct ofi_server, base);
+
+	if (table_id >= RDPS_MAX_TABLES)
+		return;
+	__atomic_store_n(&os->regions[table_id].desc.dim, 0, __ATOMIC_RELEASE);
+	os->tcp->ops->remove_region(os->tcp, table_id);
+	if (os->mrs[table_id]) {
+		fi_close(&os->mrs[table_id]->fid);
+		os->mrs[table_id] = NULL;
+	}
+}
+
 /* Registers the shards for remote reads, and says where they are. */
 static int expose_regions(struct ofi_server *os, char *err, size_t errlen)
 {
 	for (uint32_t t = 0; t < os->p.num_regions; t++) {
-		struct rdps_region *r = &os->regions[t];
-		int ret;
+		int ret = expose_region(os, &os->regions[t], &os->mrs[t], err, errlen);
 
-		r->desc.remote_addr = 0;
-		r->desc.rkey = 0;
-		if (!os->e.rma)
-			continue;
-		ret = ofi_mr_reg(&os->e, r->base, r->len, FI_REMOTE_READ, &os->mrs[t], err, errlen,
-				 r->desc.name);
 		if (ret)
 			return ret;
-		/* Without FI_MR_VIRT_ADDR a READ addresses a region by offset. */
-		r->desc.remote_addr = os->e.mr_mode & FI_MR_VIRT_ADDR ? (uintptr_t)r->base : 0;
-		r->desc.rkey = fi_mr_key(os->mrs[t]);
-		if (r->desc.rkey == FI_KEY_NOTAVAIL) {
-			snprintf(err, errlen, "provider %s gives no 64-bit key for table '%s' "
-				 "(FI_MR_RAW is not supported)", os->e.prov, r->desc.name);
-			return -ENOTSUP;
-		}
 	}
 	return 0;
 }

@@ -100,8 +100,8 @@ static struct fi_info *base_hints(const char *prov, bool rma)
 	h->mode = 0;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 				  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-	/* A client connection is one thread's; a server has one progress
-	 * thread, and its other threads never touch the endpoint. */
+	/* A client connection is one thread's (getinfo() asks more for a
+	 * server). */
 	h->domain_attr->threading = FI_THREAD_DOMAIN;
 	if (prov && *prov) {
 		h->fabric_attr->prov_name = strdup(prov);
@@ -129,7 +129,8 @@ static bool provider_present(const char *prov, char *dev, size_t devlen)
 	return ok;
 }
 
-static int getinfo(const char *prov, const char *node, bool rma, struct fi_info **info);
+static int getinfo(const char *prov, const char *node, bool rma, bool server,
+		   struct fi_info **info);
 
 bool ofi_rma_provider_available(void)
 {
@@ -137,7 +138,7 @@ bool ofi_rma_provider_available(void)
 	struct fi_info *info = NULL;
 
 	if (ofi_provider_pick(prov, sizeof(prov), why, sizeof(why)) ||
-	    getinfo(prov, NULL, true, &info))
+	    getinfo(prov, NULL, true, false, &info))
 		return false;
 	fi_freeinfo(info);
 	return true;
@@ -176,13 +177,19 @@ int ofi_provider_pick(char *name, size_t len, char *why, size_t whylen)
 
 /* fi_getinfo for an RDM endpoint, bound to node where the provider takes
  * an IP address for one (sockaddr providers), else anywhere (efa). */
-static int getinfo(const char *prov, const char *node, bool rma, struct fi_info **info)
+static int getinfo(const char *prov, const char *node, bool rma, bool server,
+		   struct fi_info **info)
 {
 	struct fi_info *h = base_hints(prov, rma);
 	int ret = -FI_ENODATA;
 
 	if (!h)
 		return -ENOMEM;
+	/* A server's progress thread uses the endpoint while its other
+	 * threads register and deregister tables (add_region): the domain
+	 * must take calls from several threads at once. */
+	if (server)
+		h->domain_attr->threading = FI_THREAD_SAFE;
 	if (node)
 		ret = fi_getinfo(OFI_API, node, NULL, FI_SOURCE, h, info);
 	if (ret)
@@ -267,10 +274,10 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size
 		rma = false;
 		snprintf(e->why_two_sided, sizeof(e->why_two_sided), "RDPS_OFI_PULLS=msg");
 	}
-	ret = getinfo(prov, node, rma, &e->info);
+	ret = getinfo(prov, node, rma, server, &e->info);
 	if (ret && rma) {
 		/* No FI_RMA + FI_READ: pulls go two-sided. */
-		ret = getinfo(prov, node, false, &e->info);
+		ret = getinfo(prov, node, false, server, &e->info);
 		if (!ret) {
 			rma = false;
 			snprintf(e->why_two_sided, sizeof(e->why_two_sided),

@@ -288,7 +288,8 @@ static void handle_pull(struct ofi_server *os, struct ofi_session *ss, uint32_t 
 	int ret;
 
 	memcpy(&h.tag, buf + offsetof(struct ofi_msg_hdr, tag), sizeof(h.tag));
-	ret = rdps_wire_check_rows(RDPS_REQ_PULL, payload, len, os->regions, os->p.num_regions,
+	ret = rdps_wire_check_rows(RDPS_REQ_PULL, payload, len, os->regions,
+				   __atomic_load_n(&os->p.num_regions, __ATOMIC_ACQUIRE),
 				   why, sizeof(why));
 	if (!ret) {
 		uint32_t dim;
@@ -373,7 +374,8 @@ static void on_recv(struct ofi_server *os, uint32_t slot, size_t len)
 		ret = -EOPNOTSUPP;
 	} else {
 		ret = rdps_wire_check_rows(RDPS_REQ_PUSH, buf + sizeof(h), h.len, os->regions,
-					   os->p.num_regions, why, sizeof(why));
+					   __atomic_load_n(&os->p.num_regions, __ATOMIC_ACQUIRE), why,
+					   sizeof(why));
 		if (!ret) {
 			struct rdps_wire_rows rows;
 

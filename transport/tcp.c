@@ -37,6 +37,9 @@ static const struct rdps_transport_ops tcp_ops = {
 	.progress = tcp_progress,
 	.reply = tcp_reply,
 	.destroy = tcp_destroy,
+	.add_region = tcp_add_region,
+	.remove_region = tcp_remove_region,
+	.set = tcp_set,
 	.query = tcp_query,
 	.route = tcp_route,
 };

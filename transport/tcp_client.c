@@ -495,6 +495,30 @@ int tcp_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 	return tcp_push_gather(c, table, ids, grads, NULL, n);
 }
 
+int tcp_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void *rows,
+	    uint32_t n)
+{
+	struct tcp_conn *tc = to_tcp_conn(c);
+	uint64_t deadline = deadline_after(tc->timeout_ms);
+	struct rdps_wire_hdr h;
+	int ret;
+
+	if ((ret = check_usable(tc)))
+		return ret;
+	if (table >= c->num_tables || !c->tables[table].dim)
+		return -ENOENT;
+	if (tc->npend)
+		return -EBUSY;
+	if (rdps_tcp_push_len(n, c->tables[table].dim) > RDPS_WIRE_MAX_FRAME)
+		return -EMSGSIZE;
+	ret = rdps_tcp_rows_send(tc->fd, RDPS_REQ_SET, table, c->tables[table].dim, ids, rows,
+				 NULL, n, deadline);
+	if (ret)
+		return conn_fail(tc, ret, "sending rows");
+	/* Acknowledgements of earlier pushes may come first. */
+	return read_reply(tc, RDPS_REQ_SET, &h, deadline, "the set reply");
+}
+
 int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
 		    void *reply, size_t reply_len, int timeout_ms)
 {
@@ -510,9 +534,11 @@ int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len
 	if (tc->npend)
 		return -EBUSY;
 	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
-	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT)
+	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT &&
+	    type != RDPS_REQ_TABLE)
 		return -EINVAL;
-	if (req_len % 8 || req_len > RDPS_ALLREDUCE_MAX * 8)
+	if (type == RDPS_REQ_TABLE ? req_len != sizeof(struct rdps_table_req)
+				   : req_len % 8 || req_len > RDPS_ALLREDUCE_MAX * 8)
 		return -EINVAL;
 	snprintf(what, sizeof(what), "the %s reply", rdps_req_name((int)type));
 	rdps_wire_hdr_init(&h, (uint8_t)type, (uint32_t)req_len, 0);

@@ -30,5 +30,9 @@ int tcp_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms);
 int tcp_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
 	      const void *payload, size_t len);
 void tcp_destroy(struct rdps_tserver *s, int timeout_ms);
+int tcp_add_region(struct rdps_tserver *s, struct rdps_region *r);
+int tcp_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void *rows,
+	    uint32_t n);
+void tcp_remove_region(struct rdps_tserver *s, uint32_t table_id);
 
 #endif

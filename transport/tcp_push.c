@@ -22,6 +22,14 @@ int rdps_tcp_push_send(int fd, uint32_t table, uint32_t dim, const uint64_t *ids
 		       const float *grads, const uint32_t *index, uint32_t n,
 		       uint64_t deadline_ns)
 {
+	return rdps_tcp_rows_send(fd, RDPS_REQ_PUSH, table, dim, ids, grads, index, n,
+				  deadline_ns);
+}
+
+int rdps_tcp_rows_send(int fd, uint8_t type, uint32_t table, uint32_t dim, const uint64_t *ids,
+		       const void *data, const uint32_t *index, uint32_t n, uint64_t deadline_ns)
+{
+	const float *grads = data;
 	static const uint32_t zero_pad;
 	const uint64_t len = rdps_tcp_push_len(n, dim);
 	const size_t row = (size_t)dim * 4;
@@ -30,7 +38,7 @@ int rdps_tcp_push_send(int fd, uint32_t table, uint32_t dim, const uint64_t *ids
 	struct rdps_wire_hdr h;
 	int cnt = 3, ret;
 
-	rdps_wire_hdr_init(&h, RDPS_REQ_PUSH, (uint32_t)len, 0);
+	rdps_wire_hdr_init(&h, type, (uint32_t)len, 0);
 	iov[0] = (struct iovec){ &h, sizeof(h) };
 	iov[1] = (struct iovec){ &rows, sizeof(rows) };
 	iov[2] = (struct iovec){ (void *)ids, (size_t)n * 8 };

@@ -20,4 +20,9 @@ int rdps_tcp_push_send(int fd, uint32_t table, uint32_t dim, const uint64_t *ids
 		       const float *grads, const uint32_t *index, uint32_t n,
 		       uint64_t deadline_ns);
 
+/* The same frame of another rows request (RDPS_REQ_SET: data are rows of
+ * dim 32-bit words). */
+int rdps_tcp_rows_send(int fd, uint8_t type, uint32_t table, uint32_t dim, const uint64_t *ids,
+		       const void *data, const uint32_t *index, uint32_t n, uint64_t deadline_ns);
+
 #endif

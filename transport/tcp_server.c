@@ -164,9 +164,13 @@ struct tcp_server {
 	struct rdps_tserver base;
 	int lfd;
 	struct rdps_listen_params p;
+	/* Slots 0..nregions-1 (atomic: tables come and go while workers
+	 * serve); a slot whose desc.dim is 0 holds no table. regions_lock
+	 * orders their changes with the welcomes built from them. */
 	struct rdps_region regions[RDPS_MAX_TABLES];
-	void *welcome;
-	size_t welcome_len;
+	uint32_t nregions;
+	bool exposed;             /* keep remote_addr/rkey (an RDMA backend's) */
+	pthread_mutex_t regions_lock;
 	rdps_tcp_session_closed_fn session_closed;
 	void *session_ctx;
 	rdps_tcp_bind_fn bind;    /* endpoint binding (ofi), or NULL */
@@ -433,10 +437,16 @@ static int admit(struct tcp_server *ts, struct tcp_sconn *sc, bool authenticated
 	sc->observer = req.observer;
 	sc->client_id = hello->client_id;
 	sc->num_clients = hello->num_clients;
-	p = tx_frame(sc, RDPS_REQ_HELLO | RDPS_WIRE_REPLY, 0, (uint32_t)ts->welcome_len);
+	/* The tables as they are now (clients may have made some). */
+	pthread_mutex_lock(&ts->regions_lock);
+	p = tx_frame(sc, RDPS_REQ_HELLO | RDPS_WIRE_REPLY, 0,
+		     (uint32_t)rdps_wire_welcome_size(ts->nregions));
+	if (p)
+		rdps_wire_build_welcome(p, ts->p.server_id, ts->p.num_servers, ts->regions,
+					ts->nregions);
+	pthread_mutex_unlock(&ts->regions_lock);
 	if (!p)
 		return -ENOMEM;
-	memcpy(p, ts->welcome, ts->welcome_len);
 	memcpy(&w, p, sizeof(w));
 	w.session = sc->session;
 	w.instance = req.welcome.instance;
@@ -577,6 +587,7 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 		.peer = sc->peer, .token = make_token(sc), .errmsg = why, .errlen = sizeof(why),
 	};
 	struct rdps_server_stats st;
+	struct rdps_table_desc desc;
 	size_t tx_mark = sc->tx_len;
 	int ret;
 
@@ -594,26 +605,29 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 		return handle_bind(ts, sc, h, payload);
 	switch (h->type) {
 	case RDPS_REQ_PULL:
-	case RDPS_REQ_PUSH: {
+	case RDPS_REQ_PUSH:
+	case RDPS_REQ_SET: {
 		struct rdps_wire_rows rows;
-		uint32_t len = h->len;
+		uint32_t len = h->len, nregions = __atomic_load_n(&ts->nregions, __ATOMIC_ACQUIRE);
 
-		/* Pushes are padded to 8 bytes; accept exactly that padding. */
-		if (h->type == RDPS_REQ_PUSH && len >= sizeof(rows)) {
+		/* Pushes and sets are padded to 8 bytes; accept exactly that
+		 * padding. */
+		if (h->type != RDPS_REQ_PULL && len >= sizeof(rows)) {
 			memcpy(&rows, payload, sizeof(rows));
-			if (rows.table < ts->p.num_regions &&
+			if (rows.table < nregions &&
 			    (rows.n * (uint64_t)ts->regions[rows.table].desc.dim) % 2)
 				len -= 4;
 		}
-		ret = rdps_wire_check_rows(h->type, payload, len, ts->regions,
-					   ts->p.num_regions, why, sizeof(why));
+		ret = rdps_wire_check_rows(h->type, payload, len, ts->regions, nregions, why,
+					   sizeof(why));
 		if (ret)
 			return refuse(ts, sc, h->type, ret, why);
 		memcpy(&rows, payload, sizeof(rows));
 		req.table = rows.table;
 		req.n = rows.n;
 		req.ids = (const uint64_t *)(payload + sizeof(rows));
-		if (h->type == RDPS_REQ_PUSH) {
+		if (h->type != RDPS_REQ_PULL) {
+			/* a set's rows travel where a push's gradients do */
 			req.grads = (const float *)(payload + sizeof(rows) + (size_t)rows.n * 8);
 		} else {
 			uint64_t bytes = (uint64_t)rows.n * ts->regions[rows.table].desc.dim * 4;
@@ -646,6 +660,17 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 			req.reply_cap = sizeof(st);
 		}
 		break;
+	case RDPS_REQ_TABLE:
+		if (h->len != sizeof(struct rdps_table_req)) {
+			snprintf(why, sizeof(why), "table request of %u bytes (want %zu)", h->len,
+				 sizeof(struct rdps_table_req));
+			return refuse(ts, sc, h->type, -EPROTO, why);
+		}
+		req.payload = payload;
+		req.payload_len = h->len;
+		req.reply = &desc;
+		req.reply_cap = sizeof(desc);
+		break;
 	case RDPS_REQ_ALLREDUCE:
 		if (!h->len || h->len % 8 || h->len > RDPS_ALLREDUCE_MAX * 8) {
 			snprintf(why, sizeof(why), "allreduce of %u bytes (want 8..%d, multiple of 8)",
@@ -671,13 +696,12 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 	}
 	if (h->type == RDPS_REQ_PULL)
 		return 0; /* rows already in place */
-	if (h->type == RDPS_REQ_STATS) {
-		void *p = tx_frame(sc, RDPS_REQ_STATS | RDPS_WIRE_REPLY, 0,
-				   (uint32_t)req.reply_len);
+	if (h->type == RDPS_REQ_STATS || h->type == RDPS_REQ_TABLE) {
+		void *p = tx_frame(sc, h->type | RDPS_WIRE_REPLY, 0, (uint32_t)req.reply_len);
 
 		if (!p)
 			return -ENOMEM;
-		memcpy(p, &st, req.reply_len);
+		memcpy(p, req.reply, req.reply_len);
 		return 0;
 	}
 	return tx_frame(sc, h->type | RDPS_WIRE_REPLY, 0, 0) ? 0 : -ENOMEM;
@@ -1244,19 +1268,14 @@ static int listen_common(const struct rdps_listen_params *p, struct rdps_tserver
 							   : TCP_HANDSHAKE_MS) * 1000000ull;
 	budget = p->max_reply_buffer ? p->max_reply_buffer : default_reply_budget();
 	memcpy(ts->regions, p->regions, p->num_regions * sizeof(*p->regions));
+	ts->nregions = p->num_regions;
+	ts->exposed = exposed;
 	ts->p.regions = ts->regions;
+	pthread_mutex_init(&ts->regions_lock, NULL);
 	for (uint32_t i = 0; !exposed && i < p->num_regions; i++) {
 		ts->regions[i].desc.remote_addr = 0; /* no one-sided access over TCP */
 		ts->regions[i].desc.rkey = 0;
 	}
-	ts->welcome_len = rdps_wire_welcome_size(p->num_regions);
-	ts->welcome = malloc(ts->welcome_len);
-	if (!ts->welcome) {
-		ret = -ENOMEM;
-		goto err_free;
-	}
-	rdps_wire_build_welcome(ts->welcome, p->server_id, p->num_servers,
-				ts->regions, p->num_regions);
 	/* Each worker holds its share of the replies' budget. */
 	for (uint32_t i = 0; i < nworkers; i++) {
 		ret = worker_init(ts, i, budget / nworkers);
@@ -1286,8 +1305,7 @@ err_workers:
 	for (uint32_t i = 0; i < nworkers; i++)
 		if (ts->workers[i].ts)
 			worker_fini(&ts->workers[i]);
-	free(ts->welcome);
-err_free:
+	pthread_mutex_destroy(&ts->regions_lock);
 	free(ts);
 	return ret;
 }
@@ -1570,6 +1588,47 @@ void tcp_destroy(struct rdps_tserver *s, int timeout_ms)
 		worker_fini(w);
 	}
 	close(ts->lfd);
-	free(ts->welcome);
+	pthread_mutex_destroy(&ts->regions_lock);
 	free(ts);
+}
+
+int tcp_add_region(struct rdps_tserver *s, struct rdps_region *r)
+{
+	struct tcp_server *ts = to_tcp_server(s);
+	uint32_t t = r->desc.table_id;
+
+	if (t >= RDPS_MAX_TABLES || !r->desc.dim)
+		return -EINVAL;
+	if (!ts->exposed)
+		r->desc.remote_addr = r->desc.rkey = 0; /* no one-sided access over TCP */
+	pthread_mutex_lock(&ts->regions_lock);
+	/* The slot is empty (or another request of the same table is being
+	 * refused meanwhile): workers read dim last, so they never take a
+	 * half-written slot for a table. */
+	__atomic_store_n(&ts->regions[t].desc.dim, 0, __ATOMIC_RELEASE);
+	ts->regions[t].base = r->base;
+	ts->regions[t].len = r->len;
+	{
+		struct rdps_table_desc d = r->desc;
+
+		d.dim = 0;
+		ts->regions[t].desc = d;
+	}
+	__atomic_store_n(&ts->regions[t].desc.dim, r->desc.dim, __ATOMIC_RELEASE);
+	if (t >= ts->nregions)
+		__atomic_store_n(&ts->nregions, t + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ts->regions_lock);
+	return 0;
+}
+
+void tcp_remove_region(struct rdps_tserver *s, uint32_t table_id)
+{
+	struct tcp_server *ts = to_tcp_server(s);
+
+	if (table_id >= RDPS_MAX_TABLES)
+		return;
+	pthread_mutex_lock(&ts->regions_lock);
+	__atomic_store_n(&ts->regions[table_id].desc.dim, 0, __ATOMIC_RELEASE);
+	memset(ts->regions[table_id].desc.name, 0, sizeof(ts->regions[table_id].desc.name));
+	pthread_mutex_unlock(&ts->regions_lock);
 }

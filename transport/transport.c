@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The backend registry and the "auto" choice. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -84,4 +85,41 @@ const struct rdps_transport_ops *rdps_transport_select(const char *name,
 	}
 	snprintf(why, whylen, "transport: %s to %s (requested)", name, host);
 	return ops;
+}
+
+static const char *const dtype_names[RDPS_DTYPE_COUNT] = {
+	[RDPS_DTYPE_F32] = "float32",
+	[RDPS_DTYPE_F64] = "float64",
+	[RDPS_DTYPE_I64] = "int64",
+	[RDPS_DTYPE_U8] = "uint8",
+};
+
+size_t rdps_dtype_size(int dtype)
+{
+	static const size_t size[RDPS_DTYPE_COUNT] = { 4, 8, 8, 1 };
+
+	return dtype >= 0 && dtype < RDPS_DTYPE_COUNT ? size[dtype] : 0;
+}
+
+const char *rdps_dtype_name(int dtype)
+{
+	return dtype >= 0 && dtype < RDPS_DTYPE_COUNT ? dtype_names[dtype] : NULL;
+}
+
+int rdps_dtype_parse(const char *name)
+{
+	static const struct {
+		const char *name;
+		int dtype;
+	} alias[] = { { "float", RDPS_DTYPE_F32 }, { "double", RDPS_DTYPE_F64 },
+		      { "long", RDPS_DTYPE_I64 }, { "f4", RDPS_DTYPE_F32 },
+		      { "f8", RDPS_DTYPE_F64 }, { "i8", RDPS_DTYPE_I64 }, { "u1", RDPS_DTYPE_U8 } };
+
+	for (int d = 0; d < RDPS_DTYPE_COUNT; d++)
+		if (!strcmp(name, dtype_names[d]))
+			return d;
+	for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++)
+		if (!strcmp(name, alias[i].name))
+			return alias[i].dtype;
+	return -EINVAL;
 }

@@ -72,6 +72,9 @@ static const struct rdps_transport_ops verbs_ops = {
 	.progress = verbs_progress,
 	.reply = verbs_reply,
 	.destroy = verbs_destroy,
+	.add_region = verbs_add_region,
+	.remove_region = verbs_remove_region,
+	.set = verbs_set,
 	.query = verbs_query,
 	.route = verbs_route,
 };

@@ -434,6 +434,10 @@ int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms);
 int verbs_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
 		const void *payload, size_t len);
 void verbs_destroy(struct rdps_tserver *s, int timeout_ms);
+int verbs_add_region(struct rdps_tserver *s, struct rdps_region *r);
+void verbs_remove_region(struct rdps_tserver *s, uint32_t table_id);
+int verbs_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void *rows,
+	      uint32_t n);
 
 const struct rdps_transport_ops *rdps_transport_verbs(void);
 

@@ -483,6 +483,25 @@ static bool flush_acked(struct verbs_conn *vc)
 	return vc->flush_acks >= vc->flush_want;
 }
 
+/* Rows written over the control connection (rare: tables' contents, not
+ * training's traffic). */
+int verbs_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void *rows,
+	      uint32_t n)
+{
+	struct verbs_conn *vc = to_verbs_conn(c);
+	int ret;
+
+	if (vc->broken)
+		return -ENOTCONN;
+	vc->ctl->tables[table] = c->tables[table];
+	if (table >= vc->ctl->num_tables)
+		vc->ctl->num_tables = table + 1;
+	ret = vc->ctl->ops->set(vc->ctl, table, ids, rows, n);
+	if (ret)
+		snprintf(c->errmsg, sizeof(c->errmsg), "%s", vc->ctl->errmsg);
+	return ret;
+}
+
 int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
 		      void *reply, size_t reply_len, int timeout_ms)
 {
@@ -687,6 +706,8 @@ int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
 	for (uint32_t t = 0; t < vc->base.num_tables; t++) {
 		const struct rdps_table_desc *d = &vc->base.tables[t];
 
+		if (!d->dim)
+			continue; /* an empty slot */
 		if (!d->rkey || !d->remote_addr) {
 			snprintf(err, errlen,
 				 "%s exposes no RDMA region for table '%s' (is it running with --transport tcp?)",

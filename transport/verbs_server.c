@@ -554,6 +554,66 @@ int verbs_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 	return ret;
 }
 
+/* A table clients made: its shard becomes readable from afar, and the
+ * control server's welcomes list it. */
+int verbs_add_region(struct rdps_tserver *s, struct rdps_region *r)
+{
+	struct verbs_server *vs = to_verbs_server(s);
+	uint32_t t = r->desc.table_id;
+	struct ibv_mr *mr;
+	int ret;
+
+	if (t >= RDPS_MAX_TABLES || !r->desc.dim)
+		return -EINVAL;
+	mr = ibv_reg_mr(vs->pd, r->base, r->len, IBV_ACCESS_REMOTE_READ);
+	if (!mr) {
+		ret = -errno;
+		rdps_warn("server %u: registering table '%s' (%zu MiB) failed: %s%s",
+			  vs->p.server_id, r->desc.name, r->len >> 20, strerror(-ret),
+			  verbs_memlock_hint(-ret));
+		return ret;
+	}
+	r->desc.remote_addr = (uintptr_t)r->base;
+	r->desc.rkey = mr->rkey;
+	ret = vs->tcp->ops->add_region(vs->tcp, r);
+	if (ret) {
+		ibv_dereg_mr(mr);
+		return ret;
+	}
+	/* dim last: a thread checking a message reads it first */
+	__atomic_store_n(&vs->regions[t].desc.dim, 0, __ATOMIC_RELEASE);
+	if (vs->mrs[t])
+		ibv_dereg_mr(vs->mrs[t]);
+	vs->mrs[t] = mr;
+	vs->regions[t].base = r->base;
+	vs->regions[t].len = r->len;
+	{
+		struct rdps_table_desc d = r->desc;
+
+		d.dim = 0;
+		vs->regions[t].desc = d;
+	}
+	__atomic_store_n(&vs->regions[t].desc.dim, r->desc.dim, __ATOMIC_RELEASE);
+	if (t >= __atomic_load_n(&vs->p.num_regions, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&vs->p.num_regions, t + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void verbs_remove_region(struct rdps_tserver *s, uint32_t table_id)
+{
+	struct verbs_server *vs = to_verbs_server(s);
+
+	if (table_id >= RDPS_MAX_TABLES)
+		return;
+	__atomic_store_n(&vs->regions[table_id].desc.dim, 0, __ATOMIC_RELEASE);
+	vs->tcp->ops->remove_region(vs->tcp, table_id);
+	/* Reads of it by a client that did not let go fail on its side. */
+	if (vs->mrs[table_id]) {
+		ibv_dereg_mr(vs->mrs[table_id]);
+		vs->mrs[table_id] = NULL;
+	}
+}
+
 int verbs_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
 		const void *payload, size_t len)
 {

@@ -204,7 +204,8 @@ static void handle_msg(struct verbs_worker *w, struct verbs_session *ss, const c
 		goto refused;
 	}
 	ret = rdps_wire_check_rows(RDPS_REQ_PUSH, buf + sizeof(h), h.len, vs->regions,
-				   vs->p.num_regions, why, sizeof(why));
+				   __atomic_load_n(&vs->p.num_regions, __ATOMIC_ACQUIRE), why,
+				   sizeof(why));
 	if (!ret) {
 		struct rdps_wire_rows rows;
 

@@ -14,6 +14,7 @@ const char *rdps_req_name(int type)
 		[RDPS_REQ_BARRIER] = "barrier", [RDPS_REQ_STATS] = "stats",
 		[RDPS_REQ_SHUTDOWN] = "shutdown", [RDPS_REQ_BYE] = "bye",
 		[RDPS_REQ_ALLREDUCE] = "allreduce", [RDPS_REQ_CHECKPOINT] = "checkpoint",
+		[RDPS_REQ_TABLE] = "table",	[RDPS_REQ_SET] = "set",
 	};
 
 	if (type <= 0 || type >= RDPS_REQ_MAX || !names[type])
@@ -55,13 +56,14 @@ int rdps_wire_check_rows(int type, const void *payload, uint32_t len,
 		return -EPROTO;
 	}
 	memcpy(&rows, payload, sizeof(rows));
-	if (rows.table >= nregions) {
-		snprintf(why, whylen, "unknown table %u (server has %u)", rows.table,
+	if (rows.table >= nregions ||
+	    !__atomic_load_n(&regions[rows.table].desc.dim, __ATOMIC_ACQUIRE)) {
+		snprintf(why, whylen, "unknown table %u (server has %u slots)", rows.table,
 			 nregions);
 		return -ENOENT;
 	}
 	want = sizeof(rows) + (uint64_t)rows.n * 8;
-	if (type == RDPS_REQ_PUSH)
+	if (type == RDPS_REQ_PUSH || type == RDPS_REQ_SET)
 		want += (uint64_t)rows.n * regions[rows.table].desc.dim * 4;
 	if (want != len) {
 		snprintf(why, whylen,
@@ -134,7 +136,10 @@ int rdps_wire_parse_welcome(const void *payload, uint32_t len,
 		struct rdps_table_desc *t = &c->tables[i];
 
 		t->name[RDPS_TABLE_NAME_MAX - 1] = '\0';
-		if (t->table_id != i || t->dim == 0 || t->dim > RDPS_MAX_DIM ||
+		if (t->dim == 0)
+			continue; /* an empty slot (dropped, or not made here yet) */
+		if (t->table_id != i || t->dim > RDPS_MAX_DIM || t->dtype >= RDPS_DTYPE_COUNT ||
+		    (t->elems && rdps_dtype_row_words((int)t->dtype, t->elems) != t->dim) ||
 		    t->lo > t->hi || t->hi > t->num_rows ||
 		    t->stride < rdps_row_stride(t->dim)) {
 			snprintf(why, whylen, "welcome has a malformed table %u ('%s')",

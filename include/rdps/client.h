@@ -64,8 +64,11 @@ struct rdps_client_params {
 struct rdps_table_info {
 	const char *name;
 	uint32_t id;       /* table index for pull/push */
-	uint32_t dim;      /* floats per row */
+	uint32_t dim;      /* 32-bit words per row (floats of a float32 table) */
 	uint64_t num_rows; /* rows of the whole table */
+	int dtype;         /* enum rdps_dtype */
+	uint32_t elems;    /* elements per row (dim for float32) */
+	int optimizer;     /* enum rdps_optimizer, as the table was made or found */
 };
 
 struct rdps_client; /* opaque */
@@ -84,9 +87,9 @@ void rdps_client_set_barrier_timeout(struct rdps_client *c, int timeout_ms);
 /* Closes every connection (pushes not flushed may be lost). Accepts NULL. */
 void rdps_client_destroy(struct rdps_client *c);
 
-/* Table by name; -ENOENT if the servers have no such table. */
-int rdps_client_table(const struct rdps_client *c, const char *name,
-		      struct rdps_table_info *info);
+/* Table by name; one a client made since this client connected is asked
+ * of the servers. -ENOENT if they have no such table. */
+int rdps_client_table(struct rdps_client *c, const char *name, struct rdps_table_info *info);
 
 /* Table by index (0 .. rdps_client_num_tables()-1). */
 int rdps_client_table_info(const struct rdps_client *c, uint32_t id,
@@ -191,6 +194,65 @@ int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
 
 /* Asks every server to exit (after flushing this client's pushes). */
 int rdps_client_shutdown_servers(struct rdps_client *c);
+
+/* ---------------------------------------------------------------------- */
+/* Tables made by clients (DGL's DistTensor and DistEmbedding)             */
+
+/*
+ * A table of num_rows rows of elems elements of dtype, split evenly over
+ * the servers (rows [i*N/S, (i+1)*N/S) roughly, as --table's are). Rows start
+ * at zero, or, for float32, uniform in [-init_range, init_range] (by seed,
+ * table and id: the same on any number of servers). It has no optimizer
+ * until rdps_client_table_set_optimizer gives it one.
+ */
+struct rdps_table_spec {
+	const char *name;       /* < RDPS_TABLE_NAME_MAX bytes */
+	uint64_t num_rows;
+	uint32_t elems;         /* elements per row */
+	int dtype;              /* enum rdps_dtype */
+	float init_range;       /* float32: > 0 starts uniform in [-r, r]; else zeros */
+	uint64_t seed;          /* of the uniform start */
+};
+
+/* Makes the table on every server, or finds it if a client of the job made
+ * it already with the same rows, elements and dtype: every client may call
+ * this with the same spec, and all get the same table. Another shape under
+ * the name: -EEXIST, the message naming both. Fills info. */
+int rdps_client_table_create(struct rdps_client *c, const struct rdps_table_spec *spec,
+			     struct rdps_table_info *info);
+
+/* Drops a table clients made, on every server, freeing its memory. Every
+ * client must be done with it (a one-sided read of a dropped table fails
+ * that client's connection): barrier first. -ENOENT if unknown, -EPERM for
+ * the servers' own tables (--table, --partition). */
+int rdps_client_table_drop(struct rdps_client *c, const char *name);
+
+/* What a float32 table does with gradients pushed to it. */
+struct rdps_optimizer_spec {
+	int optimizer;          /* enum rdps_optimizer (RDPS_OPT_NONE: refuses them) */
+	float lr;
+	float eps;              /* 0: RDPS_ADAGRAD_EPS, for Adam RDPS_ADAM_EPS */
+	float beta1, beta2;     /* Adam; 0: RDPS_ADAM_BETA1, RDPS_ADAM_BETA2 */
+};
+
+/* Sets the table's optimizer on every server, its state zeroed; the same
+ * settings as it has already leave it as it is (so every client of the job
+ * may call this). -EINVAL for a table that is not float32. */
+int rdps_client_table_set_optimizer(struct rdps_client *c, uint32_t table,
+				    const struct rdps_optimizer_spec *o);
+
+/* Reads rows ids[0..n) of a table of any dtype into out: n rows of
+ * elems elements each, packed (n * elems * element size bytes). As
+ * rdps_client_pull otherwise (which float32 tables may use as well). */
+int rdps_client_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+		    void *out);
+
+/* Writes rows ids[0..n) of a table of any dtype from rows (packed as get's
+ * out): not gradients, the rows' new values; returns once every server
+ * wrote them. This client's pushes before it are applied first (it
+ * flushes them). The same id twice: the later row stays. */
+int rdps_client_set(struct rdps_client *c, uint32_t table, const uint64_t *ids,
+		    const void *rows, size_t n);
 
 /* Reason of the last failure ("" if none). */
 const char *rdps_client_errmsg(const struct rdps_client *c);

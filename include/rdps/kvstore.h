@@ -186,6 +186,7 @@ struct rdps_shard_info {
 	void *base;       /* row (id) at base + (id - lo) * stride */
 	size_t len;       /* bytes of the region (page multiple) */
 	int optimizer;
+	float lr, eps, beta1, beta2; /* the optimizer's settings (defaults filled in) */
 };
 void rdps_shard_info(const struct rdps_shard *s, struct rdps_shard_info *info);
 

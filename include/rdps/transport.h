@@ -51,7 +51,10 @@ enum rdps_req_type {
 	RDPS_REQ_BYE = 8,      /* not on the wire: a client connection closed */
 	RDPS_REQ_ALLREDUCE = 9, /* sum of every client's vector, to every client */
 	RDPS_REQ_CHECKPOINT = 10, /* server writes a checkpoint, then replies */
-	RDPS_REQ_MAX = 11,
+	RDPS_REQ_TABLE = 11,   /* a client creates, finds or drops a table, or sets
+				* its optimizer (struct rdps_table_req) */
+	RDPS_REQ_SET = 12,     /* rows written (not gradients): ids, then n * dim words */
+	RDPS_REQ_MAX = 13,
 };
 
 /* Doubles in one allreduce vector. */
@@ -64,11 +67,37 @@ enum rdps_read_consistency {
 	RDPS_READ_RELAXED = 1,   /* accept rows as read */
 };
 
-/* One table as a server exposes it (also its wire form, 96 bytes). */
+/* Element types of tables (rows of elems elements of a dtype). */
+enum rdps_dtype {
+	RDPS_DTYPE_F32 = 0,
+	RDPS_DTYPE_F64 = 1,
+	RDPS_DTYPE_I64 = 2,
+	RDPS_DTYPE_U8 = 3,
+	RDPS_DTYPE_COUNT = 4,
+};
+
+/* Bytes of an element (0 for an unknown dtype). */
+size_t rdps_dtype_size(int dtype);
+/* "float32", "float64", "int64", "uint8", or NULL. */
+const char *rdps_dtype_name(int dtype);
+/* The dtype of a name (also "float", "double", "long", as numpy and torch
+ * spell them), or -EINVAL. */
+int rdps_dtype_parse(const char *name);
+
+/* The 32-bit words a row of elems elements of dtype takes (the row's data
+ * is padded to whole words): what rows move as on the wire. */
+static inline uint32_t rdps_dtype_row_words(int dtype, uint32_t elems)
+{
+	return (uint32_t)((rdps_dtype_size(dtype) * elems + 3) / 4);
+}
+
+/* One table as a server exposes it (also its wire form, 96 bytes). A
+ * slot whose dim is 0 holds no table (dropped, or not made on this
+ * server yet). */
 struct rdps_table_desc {
 	char name[RDPS_TABLE_NAME_MAX];
 	uint32_t table_id;    /* index in the job's table list */
-	uint32_t dim;         /* floats per row */
+	uint32_t dim;         /* 32-bit words per row (floats of a float32 table) */
 	uint64_t num_rows;    /* rows of the whole table */
 	uint64_t lo, hi;      /* this server's global id range */
 	uint32_t stride;      /* bytes between rows in the region */
@@ -77,9 +106,37 @@ struct rdps_table_desc {
 			       * 0 where the provider addresses a region by offset) */
 	uint64_t rkey;        /* remote key for one-sided reads (0 if none): 64 bits,
 			       * as libfabric's keys are (verbs' fit in the low 32) */
-	uint32_t reserved[2];
+	uint32_t dtype;       /* enum rdps_dtype (tables of servers' configs: float32) */
+	uint32_t elems;       /* elements per row (0: dim, a float32 table's) */
 };
 _Static_assert(sizeof(struct rdps_table_desc) == 96, "wire layout");
+
+/* A table request (RDPS_REQ_TABLE's payload, also its wire form). */
+enum rdps_table_op {
+	RDPS_TABLE_CREATE = 1,        /* create, or find one of the same shape */
+	RDPS_TABLE_LOOKUP = 2,        /* find by name */
+	RDPS_TABLE_DROP = 3,          /* by name */
+	RDPS_TABLE_SET_OPTIMIZER = 4, /* by name */
+};
+
+#define RDPS_TABLE_ANY_ID UINT32_MAX /* create: let server 0 choose the id */
+
+struct rdps_table_req {
+	uint32_t op;                  /* enum rdps_table_op */
+	uint32_t table_id;            /* create: RDPS_TABLE_ANY_ID (server 0), or
+				       * the id server 0 chose (the others) */
+	char name[RDPS_TABLE_NAME_MAX];
+	uint64_t num_rows;
+	uint32_t elems;               /* elements per row */
+	uint32_t dtype;               /* enum rdps_dtype */
+	uint32_t init;                /* enum rdps_init */
+	float init_range;
+	uint64_t seed;
+	uint32_t optimizer;           /* enum rdps_optimizer */
+	float lr, eps, beta1, beta2;
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct rdps_table_req) == 96, "wire layout");
 
 /* Server counters, as returned by a stats request (also its wire form). */
 struct rdps_server_stats {
@@ -270,8 +327,17 @@ struct rdps_transport_ops {
 	int (*push_gather)(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 			   const float *grads, const uint32_t *index, uint32_t n);
 
+	/* Writes rows (n * dim 32-bit words, not gradients) of ids, all in
+	 * this server's range of the table; returns once they are written
+	 * (synchronous; not ordered after pushes still in flight on a one-sided
+	 * backend: the caller flushes first). */
+	int (*set)(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void *rows,
+		   uint32_t n);
+
 	/* Synchronous control request (FLUSH, BARRIER, STATS, SHUTDOWN,
-	 * ALLREDUCE) with an optional request payload (ALLREDUCE's vector);
+	 * ALLREDUCE, TABLE) with an optional request payload (ALLREDUCE's
+	 * vector, TABLE's struct rdps_table_req; TABLE's reply is a struct
+	 * rdps_table_desc);
 	 * reply (reply_len bytes) receives the reply's payload (STATS,
 	 * ALLREDUCE). timeout_ms overrides the connection's for this wait (0:
 	 * the connection's). */
@@ -294,6 +360,16 @@ struct rdps_transport_ops {
 	/* Sends queued replies (bounded by timeout_ms), closes every
 	 * connection and the listener. Accepts NULL. */
 	void (*destroy)(struct rdps_tserver *s, int timeout_ms);
+
+	/* Server: exposes one more table (r->desc.table_id is its slot, which
+	 * may be above the tables exposed so far): a new client's welcome
+	 * lists it; RDMA backends register its memory and fill desc's
+	 * remote_addr and rkey. From any thread of the server, while the
+	 * others serve. 0 or -errno. */
+	int (*add_region)(struct rdps_tserver *s, struct rdps_region *r);
+	/* Server: the table leaves (RDMA backends deregister its memory); its
+	 * slot holds no table afterwards. Clients must not read it any more. */
+	void (*remove_region)(struct rdps_tserver *s, uint32_t table_id);
 
 	/* Sizes and capabilities, for a server with num_clients clients. */
 	void (*query)(uint32_t num_clients, struct rdps_transport_info *out);
