@@ -732,6 +732,7 @@ int ofi_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 {
 	struct ofi_conn *oc = to_ofi_conn(c);
 	uint32_t dim, per_msg;
+	int ret;
 
 	if (oc->broken)
 		return -ENOTCONN;
@@ -748,7 +749,6 @@ int ofi_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 			      sizeof(struct rdps_wire_rows)) / (8 + (size_t)dim * 4));
 	for (uint32_t pos = 0; pos < n;) {
 		uint32_t k, msgs = (n - pos + per_msg - 1) / per_msg;
-		int ret;
 
 		if (!can_send(oc) &&
 		    (ret = poll_until(oc, can_send, "server credits and a free push buffer")))
