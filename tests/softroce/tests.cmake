@@ -24,7 +24,8 @@ target_link_libraries(softroce_guest_common PUBLIC rdps_all rdps_test_support)
 add_executable(softroce_guest_verbs ${RDPS_SOFTROCE_DIR}/guest_verbs.c)
 target_link_libraries(softroce_guest_verbs PRIVATE softroce_guest_common)
 add_dependencies(softroce_guest_verbs rdps integration_test_cluster integration_test_faults
-  kvstore_test_server_threads softroce_guest_scale softroce_guest_sessions)
+  kvstore_test_server_threads integration_test_tables softroce_guest_scale
+  softroce_guest_sessions)
 # 64 clients over one receive queue, clients killed with pushes in flight.
 add_executable(softroce_guest_scale ${RDPS_SOFTROCE_DIR}/guest_scale.c)
 target_link_libraries(softroce_guest_scale PRIVATE softroce_guest_common)

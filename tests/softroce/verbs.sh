@@ -28,6 +28,8 @@ echo "== scale again, the server in 4 threads (each its own CQ, receive queue an
 RDPS_TEST_SERVER_THREADS=4 tests/softroce_guest_scale --jobs 1 --verbose
 echo "== server threads over verbs: 8 clients through 4 threads, a checkpoint while they push"
 RDPS_TEST_TRANSPORTS=verbs tests/kvstore_test_server_threads --jobs 1 --verbose --filter 'server_threads/verbs*'
+echo "== tables made by clients over verbs (regions registered while serving)"
+RDPS_TEST_TRANSPORTS=verbs tests/integration_test_tables --jobs 1 --verbose
 echo "== integration suite over verbs (one host)"
 RDPS_TEST_TRANSPORTS=verbs tests/integration_test_cluster --jobs 1 --verbose
 echo "== load and faults over verbs: 8 clients, a server killed and restarted from its checkpoint"
