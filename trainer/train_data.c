@@ -170,8 +170,9 @@ int rdps_tj_load_data(struct job *j, char *err, size_t errlen)
 		} else {
 			j->train = j->all_train;
 		}
-		/* The evaluation filter needs every part's triples. */
-		if (o->test || o->valid) {
+		/* The evaluation filter needs every part's triples (a raw ranking,
+		 * --no_eval_filter as DGL-KE ranks Freebase, none of them). */
+		if ((o->test || o->valid) && !o->no_eval_filter) {
 			struct rdps_triples all = { 0 };
 			uint64_t total = pi->num_triples[RDPS_SPLIT_TRAIN], n = 0;
 
