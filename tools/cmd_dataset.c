@@ -25,11 +25,14 @@ static void usage(FILE *f)
 		"                    [--noise P] [--threads N] [--seed S] [--force]\n"
 		"       rdps dataset import OUT --format raw|udd --input DIR [--order hrt|htr]\n"
 		"                    [--train FILE] [--valid FILE] [--test FILE] [--force]\n"
+		"       rdps dataset wordnet-nodes OUT [--wordnet-dir DIR] [--feat-dim N]\n"
+		"                    [--seed S] [--force]\n"
 		"       rdps dataset check DIR\n"
 		"\n"
-		"Every command writes DGL-KE's raw layout into OUT: train.txt, valid.txt,\n"
-		"test.txt (head<TAB>relation<TAB>tail names), entities.dict and relations.dict\n"
-		"(id<TAB>name). OUT appears only when complete (temporary dir + rename).\n"
+		"wordnet, synth and import write DGL-KE's raw layout into OUT: train.txt,\n"
+		"valid.txt, test.txt (head<TAB>relation<TAB>tail names), entities.dict and\n"
+		"relations.dict (id<TAB>name); wordnet-nodes writes a node-classification\n"
+		"graph. OUT appears only when complete (temporary dir + rename).\n"
 		"\n"
 		"wordnet   WN18 from WordNet 3.0 (wordnet-base): synsets named OFFSET.POS\n"
 		"          (e.g. 00001740.n), WN18's 18 relations, seeded split (5000/5000).\n"
@@ -59,8 +62,26 @@ static void usage(FILE *f)
 		"import    raw: three files of names (dicts are built); udd: entities.dict,\n"
 		"          relations.dict and three files of ids. Files default to\n"
 		"          train.txt/valid.txt/test.txt (or .tsv); --order is the column order.\n"
+		"wordnet-nodes\n"
+		"          WordNet 3.0 (wordnet-base) as a node-classification task: the\n"
+		"          117,659 synsets are the nodes (ids in file order: noun, verb, adj,\n"
+		"          adv), every pointer between two synsets a typed edge src -> dst\n"
+		"          (26 pointer symbols: @ hypernym, ~ hyponym, ! antonym, ...; lexical\n"
+		"          pointers become edges of their synsets; self-loops and repeated\n"
+		"          (src, dst, type) dropped; no reverse edges added: WordNet stores\n"
+		"          most inverses itself), the lexicographer file (45 classes,\n"
+		"          noun.animal, verb.motion, ...) the label, a hashed bag of words\n"
+		"          of the gloss the features (--feat-dim N buckets, default 128:\n"
+		"          lower-cased ASCII letter/digit tokens, XXH3 mod N, counts then\n"
+		"          L2-normalised), a seeded 80/10/10 split of the nodes. Writes\n"
+		"          graph.json (counts, edge types, classes, recipe, source),\n"
+		"          edges.npy (int64 E x 2), etypes.npy (int64 E), features.npy\n"
+		"          (float32 N x feat_dim), labels.npy (int64 N), train_mask.npy,\n"
+		"          val_mask.npy, test_mask.npy (uint8 N), nodes.tsv, etypes.tsv;\n"
+		"          the same --seed and --feat-dim give the same bytes.\n"
 		"check     validate a dataset directory and print its counts.\n"
 		"\n"
+		"  --feat-dim N wordnet-nodes: feature buckets, 1..65536 (default 128)\n"
 		"  --seed S     split / generator seed (default 0)\n"
 		"  --force      replace an existing OUT\n"
 		"  -h, --help   this text\n");
@@ -109,7 +130,7 @@ static void print_stats(const char *out, const struct rdps_dataset_stats *st)
 enum {
 	OPT_WORDNET_DIR = 256, OPT_ENTITIES, OPT_RELATIONS, OPT_TRIPLES, OPT_COMMUNITIES,
 	OPT_VALID, OPT_TEST, OPT_TRAIN, OPT_NOISE, OPT_SEED, OPT_FORCE, OPT_FORMAT,
-	OPT_INPUT, OPT_ORDER, OPT_CUT, OPT_LIKE, OPT_SCALE, OPT_THREADS,
+	OPT_INPUT, OPT_ORDER, OPT_CUT, OPT_LIKE, OPT_SCALE, OPT_THREADS, OPT_FEAT_DIM,
 };
 
 static const struct option long_opts[] = {
@@ -131,6 +152,7 @@ static const struct option long_opts[] = {
 	{ "like", required_argument, NULL, OPT_LIKE },
 	{ "scale", required_argument, NULL, OPT_SCALE },
 	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "feat-dim", required_argument, NULL, OPT_FEAT_DIM },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -143,6 +165,8 @@ struct cli {
 	int have_scale;
 	uint64_t threads;         /* synth --like: --threads N */
 	int have_threads;
+	uint64_t feat_dim;        /* wordnet-nodes: --feat-dim N */
+	int have_feat_dim;
 	const char *valid_str, *test_str; /* import: file names; else counts */
 	uint64_t entities, relations, triples, communities, valid, test, seed;
 	int have_entities, have_relations, have_triples, have_communities;
@@ -178,6 +202,38 @@ static int check_cmd(const char *cmd, struct rdps_dataset_stats *st)
 	}
 	printf("\n");
 	rdps_dataset_close(ds);
+	return 0;
+}
+
+static int wordnet_nodes_cmd(const char *out, const struct cli *c)
+{
+	struct rdps_wordnet_nodes_opts o;
+	struct rdps_graph_stats gs;
+	char err[ERRLEN] = "";
+	int ret;
+
+	if (c->have_entities || c->have_relations || c->have_triples || c->have_communities ||
+	    c->have_noise || c->format || c->input || c->order || c->cut || c->files[0] ||
+	    c->valid_str || c->test_str || c->like || c->have_scale || c->have_threads) {
+		fprintf(stderr, "rdps dataset wordnet-nodes: only --wordnet-dir, --feat-dim, --seed, --force apply\n");
+		return 2;
+	}
+	rdps_dataset_wordnet_nodes_defaults(&o);
+	if (c->wordnet_dir)
+		o.wordnet_dir = c->wordnet_dir;
+	if (c->have_feat_dim)
+		o.feat_dim = (uint32_t)c->feat_dim;
+	o.seed = c->seed;
+	o.force = c->force;
+	ret = rdps_dataset_wordnet_nodes(out, &o, &gs, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps dataset wordnet-nodes: %s\n", err[0] ? err : rdps_strerror(ret));
+		return 1;
+	}
+	printf("%s: %llu nodes, %llu edges of %u types, %u classes, %u features, train %llu, val %llu, test %llu\n",
+	       out, (unsigned long long)gs.num_nodes, (unsigned long long)gs.num_edges,
+	       gs.num_etypes, gs.num_classes, gs.feat_dim, (unsigned long long)gs.num_split[0],
+	       (unsigned long long)gs.num_split[1], (unsigned long long)gs.num_split[2]);
 	return 0;
 }
 
@@ -219,6 +275,17 @@ int rdps_cmd_dataset(int argc, char **argv)
 			if (parse_u64("--threads", optarg, 64, &c.threads))
 				return 2;
 			c.have_threads = 1;
+			break;
+		case OPT_FEAT_DIM:
+			if (parse_u64("--feat-dim", optarg, RDPS_WORDNET_NODES_MAX_FEAT_DIM,
+				      &c.feat_dim))
+				return 2;
+			if (!c.feat_dim) {
+				fprintf(stderr, "rdps dataset: --feat-dim: want 1..%u\n",
+					RDPS_WORDNET_NODES_MAX_FEAT_DIM);
+				return 2;
+			}
+			c.have_feat_dim = 1;
 			break;
 		case OPT_SCALE: {
 			char *end;
@@ -286,12 +353,14 @@ int rdps_cmd_dataset(int argc, char **argv)
 
 	if (!strcmp(sub, "check")) {
 		return check_cmd(out, &st);
+	} else if (!strcmp(sub, "wordnet-nodes")) {
+		return wordnet_nodes_cmd(out, &c);
 	} else if (!strcmp(sub, "wordnet")) {
 		struct rdps_wordnet_opts o;
 
 		if (c.have_relations || c.have_triples || c.have_communities || c.have_noise ||
 		    c.format || c.input || c.order || c.files[0] || c.like || c.have_scale ||
-		    c.have_threads) {
+		    c.have_threads || c.have_feat_dim) {
 			fprintf(stderr, "rdps dataset wordnet: only --wordnet-dir, --cut, --entities, --valid, --test, --seed, --force apply\n");
 			return 2;
 		}
@@ -320,8 +389,9 @@ int rdps_cmd_dataset(int argc, char **argv)
 	} else if (!strcmp(sub, "synth") && (c.like || c.have_scale)) {
 		struct rdps_synth_like_opts o;
 
-		if (c.wordnet_dir || c.cut || c.format || c.input || c.order || c.files[0]) {
-			fprintf(stderr, "rdps dataset synth: --wordnet-dir/--format/--input/--order/--train do not apply\n");
+		if (c.wordnet_dir || c.cut || c.format || c.input || c.order || c.files[0] ||
+		    c.have_feat_dim) {
+			fprintf(stderr, "rdps dataset synth: --wordnet-dir/--feat-dim/--format/--input/--order/--train do not apply\n");
 			return 2;
 		}
 		if (!c.like || !c.have_scale) {
@@ -354,8 +424,9 @@ int rdps_cmd_dataset(int argc, char **argv)
 			fprintf(stderr, "rdps dataset synth: --threads goes with --like\n");
 			return 2;
 		}
-		if (c.wordnet_dir || c.cut || c.format || c.input || c.order || c.files[0]) {
-			fprintf(stderr, "rdps dataset synth: --wordnet-dir/--format/--input/--order/--train do not apply\n");
+		if (c.wordnet_dir || c.cut || c.format || c.input || c.order || c.files[0] ||
+		    c.have_feat_dim) {
+			fprintf(stderr, "rdps dataset synth: --wordnet-dir/--feat-dim/--format/--input/--order/--train do not apply\n");
 			return 2;
 		}
 		if (!c.have_entities || !c.have_relations || !c.have_triples || !c.have_communities) {
@@ -380,7 +451,8 @@ int rdps_cmd_dataset(int argc, char **argv)
 		struct rdps_import_opts o = { 0 };
 
 		if (c.wordnet_dir || c.cut || c.have_entities || c.have_relations || c.have_triples ||
-		    c.have_communities || c.have_noise || c.like || c.have_scale || c.have_threads) {
+		    c.have_communities || c.have_noise || c.like || c.have_scale || c.have_threads ||
+		    c.have_feat_dim) {
 			fprintf(stderr, "rdps dataset import: only --format, --input, --order, --train, --valid, --test, --force apply\n");
 			return 2;
 		}

@@ -319,6 +319,58 @@ struct rdps_import_opts {
 int rdps_dataset_import(const char *out_dir, const struct rdps_import_opts *o,
 			struct rdps_dataset_stats *st, char *err, size_t errlen);
 
+/* ---------------------------------------------------------------------- */
+/* Node-classification graphs (GNN training, DGL style).                   */
+
+/*
+ * WordNet 3.0 as a node-classification task ("rdps dataset wordnet-nodes"):
+ * every synset of data.{noun,verb,adj,adv} a node (ids in file order: nouns,
+ * verbs, adjectives with their satellites, adverbs, each by offset), every
+ * pointer between two different synsets a typed edge src -> dst (src the
+ * synset whose line holds it; lexical pointers between word senses become
+ * edges of their synsets; no reverse edges are added, WordNet stores most
+ * inverses itself; (src, dst, type) is unique), the lexicographer file
+ * number (0..44, lexnames(5WN)) the label, a hashed bag of words of the
+ * gloss the features, and a seeded 80/10/10 split of the nodes. It writes
+ * into out_dir (temporary directory + rename): graph.json, edges.npy (int64
+ * E x 2), etypes.npy (int64 E), features.npy (float32 N x feat_dim),
+ * labels.npy (int64 N), train_mask.npy, val_mask.npy, test_mask.npy (uint8
+ * N), nodes.tsv and etypes.tsv. Features: the gloss (the text after "| ",
+ * examples included) cut into maximal runs of ASCII letters and digits,
+ * lower-cased; token t adds 1 to bucket XXH3_64bits(t, len) mod feat_dim;
+ * the counts are divided by their L2 norm (computed in double, stored as
+ * float32; a gloss without a token gives a zero row). Split: the node ids
+ * shuffled by Fisher-Yates driven by splitmix64 from the seed; the first
+ * floor(0.8 N) are train, the next floor(0.1 N) val, the rest test. The
+ * files are byte-identical for a seed and feat_dim.
+ */
+struct rdps_wordnet_nodes_opts {
+	const char *wordnet_dir;  /* dir with data.{noun,verb,adj,adv} */
+	uint32_t feat_dim;        /* feature buckets, 1..RDPS_WORDNET_NODES_MAX_FEAT_DIM */
+	uint64_t seed;            /* split seed */
+	int force;                /* replace an existing out_dir */
+};
+
+#define RDPS_WORDNET_NODES_MAX_FEAT_DIM 65536
+
+struct rdps_graph_stats {
+	uint64_t num_nodes;
+	uint64_t num_edges;
+	uint32_t num_classes;
+	uint32_t num_etypes;      /* edge types that occur */
+	uint32_t feat_dim;
+	uint64_t num_split[RDPS_SPLIT_COUNT]; /* train, val, test nodes */
+};
+
+/* Defaults: /usr/share/wordnet, feat_dim 128, seed 0, no force. */
+void rdps_dataset_wordnet_nodes_defaults(struct rdps_wordnet_nodes_opts *o);
+
+/* Fails before any work on a bad feat_dim (-EINVAL), a missing data file
+ * (-ENOENT, naming it and the wordnet-base package) or an existing out_dir
+ * without force (-EEXIST); logs progress lines through rdps_info. */
+int rdps_dataset_wordnet_nodes(const char *out_dir, const struct rdps_wordnet_nodes_opts *o,
+			       struct rdps_graph_stats *st, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
