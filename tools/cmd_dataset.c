@@ -81,7 +81,7 @@ static void usage(FILE *f)
 		"          the same --seed and --feat-dim give the same bytes.\n"
 		"check     validate a dataset directory and print its counts.\n"
 		"\n"
-		"  --feat-dim N wordnet-nodes: feature buckets, 1..65536 (default 128)\n"
+		"  --feat-dim N  wordnet-nodes: feature buckets, 1..65536 (default 128)\n"
 		"  --seed S     split / generator seed (default 0)\n"
 		"  --force      replace an existing OUT\n"
 		"  -h, --help   this text\n");
