@@ -448,6 +448,7 @@ static int write_json(const struct rdps_pt_outdir *od, const struct wnn *w,
 	fprintf(f, "  \"num_nodes\": %llu,\n  \"num_edges\": %llu,\n  \"num_classes\": %u,\n",
 		(unsigned long long)st->num_nodes, (unsigned long long)st->num_edges,
 		c->num_classes);
+	fprintf(f, "  \"classes_present\": %u,\n", c->classes_present);
 	fprintf(f, "  \"num_etypes\": %zu,\n  \"feat_dim\": %u,\n  \"seed\": %llu,\n", NTYPE,
 		o->feat_dim, (unsigned long long)o->seed);
 	fprintf(f, "  \"splits\": {\"train\": %llu, \"val\": %llu, \"test\": %llu},\n",
