@@ -19,16 +19,31 @@ uint64_t rdps_row_checksum_generic(uint64_t version, const float *data, uint32_t
 	return XXH3_64bits(data, (size_t)dim * sizeof(float)) ^ (version * RDPS_ROW_VERSION_MIX);
 }
 
-static uint64_t (*resolve_checksum(void))(uint64_t, const float *, uint32_t)
+typedef uint64_t checksum_fn(uint64_t version, const float *data, uint32_t dim);
+
+/* Picked at the first call rather than by an ifunc resolver: a resolver
+ * runs during relocation, before sanitizers' runtimes are up (the fuzz
+ * builds crashed in it), and the indirect call costs nothing next to
+ * hashing a row. */
+static checksum_fn *checksum_impl;
+
+static checksum_fn *pick_checksum(void)
 {
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2"))
-		return rdps_row_checksum_avx2;
-	return rdps_row_checksum_generic;
+	return __builtin_cpu_supports("avx2") ? rdps_row_checksum_avx2
+					      : rdps_row_checksum_generic;
 }
 
 uint64_t rdps_row_checksum(uint64_t version, const float *data, uint32_t dim)
-	__attribute__((ifunc("resolve_checksum")));
+{
+	checksum_fn *fn = __atomic_load_n(&checksum_impl, __ATOMIC_RELAXED);
+
+	if (!fn) {
+		fn = pick_checksum();
+		__atomic_store_n(&checksum_impl, fn, __ATOMIC_RELAXED);
+	}
+	return fn(version, data, dim);
+}
 
 bool rdps_row_valid(const void *row, uint32_t dim)
 {

@@ -645,8 +645,14 @@ static inline __attribute__((always_inline)) int apply_all(struct rdps_shard *s,
 }
 
 /* Built twice (x86-64-v3 and the baseline), picked at load time, as the
- * model kernels are: the updates vectorise to AVX2. */
-__attribute__((target_clones("arch=x86-64-v3", "default")))
+ * model kernels are: the updates vectorise to AVX2. (Clang 14, which
+ * builds the fuzz targets, has no target_clones: one build there.) */
+#if defined(__x86_64__) && !defined(__clang__)
+#define SHARD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SHARD_CLONES
+#endif
+SHARD_CLONES
 int rdps_shard_apply_gather(struct rdps_shard *s, const uint64_t *ids, const float *grads,
 			    const uint32_t *index, uint32_t n)
 {

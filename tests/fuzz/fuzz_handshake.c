@@ -57,8 +57,13 @@ static void check_tables(const struct rdps_conn *c)
 	for (uint32_t i = 0; i < c->num_tables; i++) {
 		const struct rdps_table_desc *t = &c->tables[i];
 
+		FUZZ_CHECK(memchr(t->name, '\0', sizeof(t->name)) != NULL);
+		if (!t->dim)
+			continue; /* an empty slot (a table clients dropped, or will make) */
 		FUZZ_CHECK(t->table_id == i);
-		FUZZ_CHECK(t->dim >= 1 && t->dim <= RDPS_MAX_DIM);
+		FUZZ_CHECK(t->dim <= RDPS_MAX_DIM);
+		FUZZ_CHECK(t->dtype < RDPS_DTYPE_COUNT);
+		FUZZ_CHECK(!t->elems || rdps_dtype_row_words((int)t->dtype, t->elems) == t->dim);
 		FUZZ_CHECK(t->lo <= t->hi && t->hi <= t->num_rows);
 		FUZZ_CHECK(t->stride >= rdps_row_stride(t->dim));
 		FUZZ_CHECK(memchr(t->name, '\0', sizeof(t->name)) != NULL);
