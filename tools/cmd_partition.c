@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "rdps/common.h"
@@ -15,6 +16,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: rdps partition --data DIR -k K --out PDIR [--method metis|random]\n"
 		"                      [--coarsen auto|on|off] [--seed S] [--force]\n"
+		"       rdps partition --data GRAPHDIR -k K --out PDIR [--balance_train]\n"
+		"                      [--balance_edges] [--method metis|random] [--seed S] [--force]\n"
 		"\n"
 		"Partitions the entities of the dataset in DIR (DGL-KE raw layout) into K parts\n"
 		"and writes PDIR (temporary dir + rename): partition.json, part-P.trp (train\n"
@@ -37,8 +40,47 @@ static void usage(FILE *f)
 		"  --force           replace an existing PDIR\n"
 		"  -h, --help        this text\n"
 		"\n"
+		"A graph dataset (GRAPHDIR has graph.json: rdps dataset wordnet-nodes) is\n"
+		"partitioned for node classification instead: METIS balanced on nodes and,\n"
+		"with --balance_edges, on in-edges and, with --balance_train, on training\n"
+		"nodes (each a constraint, as DGL's flags); each part holds its nodes'\n"
+		"in-edges (CSR) and their features, labels and masks (rdps/partition.h).\n"
+		"\n"
 		"Prints the local-triple fraction (triples whose head and tail share a part),\n"
 		"the edge cut, the part sizes, the time and the peak memory.\n");
+}
+
+static int partition_graph(const struct rdps_partition_opts *po, bool balance_train,
+			   bool balance_edges)
+{
+	struct rdps_graph_partition_opts o = {
+		.data_dir = po->data_dir, .out_dir = po->out_dir, .k = po->k, .method = po->method,
+		.balance_train = balance_train, .balance_edges = balance_edges, .seed = po->seed,
+		.force = po->force,
+	};
+	struct rdps_graph_partition_result r;
+	char err[512] = "";
+	int ret = rdps_graph_partition_build(&o, &r, err, sizeof(err));
+
+	if (ret) {
+		fprintf(stderr, "rdps partition: %s\n", err[0] ? err : rdps_strerror(ret));
+		return 1;
+	}
+	printf("graph partition: %s k=%u method=%s seed=%llu%s%s\n", o.out_dir, o.k,
+	       rdps_partition_method_name(o.method), (unsigned long long)o.seed,
+	       balance_edges ? " balance_edges" : "", balance_train ? " balance_train" : "");
+	printf("local-edge fraction: %.4f (%llu of %llu edges have their source in their "
+	       "destination's part)\n", r.local_edge_fraction, (unsigned long long)r.local_edges,
+	       (unsigned long long)r.num_edges);
+	printf("largest part: %llu nodes (%.3f of mean), %llu in-edges (%.3f), %llu training "
+	       "nodes (%.3f)\n", (unsigned long long)r.max_part_nodes,
+	       (double)r.max_part_nodes * o.k / (double)r.num_nodes,
+	       (unsigned long long)r.max_part_edges,
+	       r.num_edges ? (double)r.max_part_edges * o.k / (double)r.num_edges : 0.0,
+	       (unsigned long long)r.max_part_train,
+	       r.num_train ? (double)r.max_part_train * o.k / (double)r.num_train : 0.0);
+	printf("time %.2f s, peak RSS %.1f MiB\n", r.seconds, r.peak_rss_kib / 1024.0);
+	return 0;
 }
 
 int rdps_cmd_partition(int argc, char **argv)
@@ -50,12 +92,15 @@ int rdps_cmd_partition(int argc, char **argv)
 		{ "method", required_argument, NULL, 'm' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "coarsen", required_argument, NULL, 'c' },
+		{ "balance_train", no_argument, NULL, 'T' },
+		{ "balance_edges", no_argument, NULL, 'E' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rdps_partition_opts o = { .method = RDPS_PARTITION_METIS };
 	struct rdps_partition_result res;
+	bool balance_train = false, balance_edges = false;
 	char err[512] = "", *end;
 	unsigned long long v;
 	int opt, ret;
@@ -85,6 +130,12 @@ int rdps_cmd_partition(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 'T':
+			balance_train = true;
+			break;
+		case 'E':
+			balance_edges = true;
 			break;
 		case 'c':
 			if (rdps_coarsen_parse(optarg, &o.coarsen)) {
@@ -117,6 +168,19 @@ int rdps_cmd_partition(int argc, char **argv)
 		fprintf(stderr, "rdps partition: --data, -k and --out are required\n\n");
 		usage(stderr);
 		return 2;
+	}
+	{
+		char gj[4096];
+		struct stat st;
+
+		snprintf(gj, sizeof(gj), "%s/graph.json", o.data_dir);
+		if (!stat(gj, &st))
+			return partition_graph(&o, balance_train, balance_edges);
+		if (balance_train || balance_edges) {
+			fprintf(stderr, "rdps partition: --balance_train and --balance_edges are for "
+				"graph datasets (%s has no graph.json)\n", o.data_dir);
+			return 2;
+		}
 	}
 	ret = rdps_partition_build(&o, &res, err, sizeof(err));
 	if (ret) {

@@ -44,6 +44,7 @@
 #define RDPS_PARTITION_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rdps/dataset.h"
@@ -230,6 +231,49 @@ struct rdps_partition_result {
 int rdps_partition_build(const struct rdps_partition_opts *o,
 			 struct rdps_partition_result *res, char *err,
 			 size_t errlen);
+
+/* ---------------------------------------------------------------------- */
+/* Graph partitions (node classification: DGL's DistGraph)                 */
+
+/*
+ * Partitions a graph dataset (graph.json, edges.npy E x 2 int64 src/dst,
+ * etypes.npy, features.npy N x F float32, labels.npy int64, train_mask.npy,
+ * val_mask.npy, test_mask.npy uint8: `rdps dataset wordnet-nodes`) into k
+ * parts: METIS on the undirected graph (parallel edges merged and counted)
+ * balanced on nodes and, if asked, on in-edges and on training nodes (each
+ * a constraint, DGL's --balance_edges and --balance_train), or at random.
+ * Node ids are relabeled so part p holds nodes node_ranges[p] ..
+ * node_ranges[p+1]; it holds its nodes' in-edges and data. Writes out_dir
+ * (temporary directory + rename): partition.json (the ranges, counts, the
+ * dataset's graph.json), idmap.npy (new id -> original), and per part p
+ * part-p-indptr.npy (local CSR offsets, int64 n_p + 1), part-p-indices.npy
+ * (source of each in-edge, new id), part-p-etypes.npy, part-p-eids.npy
+ * (original edge index), part-p-features.npy, part-p-labels.npy and
+ * part-p-{train,val,test}_mask.npy in new-id order.
+ */
+struct rdps_graph_partition_opts {
+	const char *data_dir;
+	const char *out_dir;
+	uint32_t k;
+	enum rdps_partition_method method;
+	bool balance_train;     /* a constraint: training nodes per part */
+	bool balance_edges;     /* a constraint: in-edges per part */
+	uint64_t seed;
+	int force;
+};
+
+struct rdps_graph_partition_result {
+	uint64_t num_nodes, num_edges, num_train;
+	uint64_t local_edges;         /* edges whose source is in the destination's part */
+	double local_edge_fraction;
+	uint64_t max_part_nodes, max_part_edges, max_part_train;
+	double seconds;
+	long peak_rss_kib;
+};
+
+int rdps_graph_partition_build(const struct rdps_graph_partition_opts *o,
+			       struct rdps_graph_partition_result *res, char *err,
+			       size_t errlen);
 
 /* ---------------------------------------------------------------------- */
 /* Reading a partition directory.                                          */

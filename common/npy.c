@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+/* .npy files of 1-D and 2-D arrays (npy.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/npy.h"
+
+size_t rdps_npy_elem_size(const char *descr)
+{
+	if (!strcmp(descr, "<f4"))
+		return 4;
+	if (!strcmp(descr, "<i8") || !strcmp(descr, "<f8"))
+		return 8;
+	if (!strcmp(descr, "|u1") || !strcmp(descr, "<u1"))
+		return 1;
+	return 0;
+}
+
+static int fail(char *err, size_t errlen, int ret, const char *path, const char *why)
+{
+	snprintf(err, errlen, "%s: %s", path, why);
+	return ret;
+}
+
+/* The value after 'key': in the header dict, or NULL. */
+static const char *dict_value(const char *dict, const char *key)
+{
+	const char *p = strstr(dict, key);
+
+	if (!p)
+		return NULL;
+	p += strlen(key);
+	while (*p == ' ' || *p == ':')
+		p++;
+	return p;
+}
+
+int rdps_npy_read(const char *path, const char *want, void **data, uint64_t *rows,
+		  uint64_t *cols, char *err, size_t errlen)
+{
+	unsigned char pre[12];
+	char dict[4096], descr[16];
+	const char *v;
+	uint64_t hlen, dims[2] = { 0, 0 }, n, esize;
+	int nd = 0, fd, ret = 0;
+	struct stat st;
+	size_t pre_len;
+
+	*data = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, -errno, path, strerror(errno));
+	if (fstat(fd, &st) || read(fd, pre, 10) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
+		ret = fail(err, errlen, -EINVAL, path, "not a .npy file");
+		goto out;
+	}
+	if (pre[6] == 1) {
+		hlen = pre[8] | (uint64_t)pre[9] << 8;
+		pre_len = 10;
+	} else if (pre[6] == 2 || pre[6] == 3) {
+		if (read(fd, pre + 10, 2) != 2) {
+			ret = fail(err, errlen, -EINVAL, path, "truncated header");
+			goto out;
+		}
+		hlen = pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
+		pre_len = 12;
+	} else {
+		ret = fail(err, errlen, -EINVAL, path, "unknown .npy version");
+		goto out;
+	}
+	if (hlen >= sizeof(dict) || read(fd, dict, hlen) != (ssize_t)hlen) {
+		ret = fail(err, errlen, -EINVAL, path, "bad header length");
+		goto out;
+	}
+	dict[hlen] = '\0';
+	v = dict_value(dict, "'descr'");
+	if (!v || sscanf(v, "'%15[^']'", descr) != 1) {
+		ret = fail(err, errlen, -EINVAL, path, "no descr in the header");
+		goto out;
+	}
+	if (strcmp(descr, want) &&
+	    !(rdps_npy_elem_size(want) == 1 && rdps_npy_elem_size(descr) == 1)) {
+		snprintf(err, errlen, "%s: holds %s, not %s", path, descr, want);
+		ret = -EINVAL;
+		goto out;
+	}
+	v = dict_value(dict, "'fortran_order'");
+	if (!v || strncmp(v, "False", 5)) {
+		ret = fail(err, errlen, -EINVAL, path, "Fortran order (rdps reads C order)");
+		goto out;
+	}
+	v = dict_value(dict, "'shape'");
+	if (!v || *v != '(') {
+		ret = fail(err, errlen, -EINVAL, path, "no shape in the header");
+		goto out;
+	}
+	for (v++; *v && *v != ')';) {
+		char *end;
+		unsigned long long d;
+
+		while (*v == ' ' || *v == ',')
+			v++;
+		if (*v == ')')
+			break;
+		errno = 0;
+		d = strtoull(v, &end, 10);
+		if (errno || end == v || nd == 2) {
+			ret = fail(err, errlen, -EINVAL, path, "a shape of more than 2 dimensions");
+			goto out;
+		}
+		dims[nd++] = d;
+		v = end;
+	}
+	esize = rdps_npy_elem_size(descr);
+	n = dims[0] * (nd == 2 ? dims[1] : 1);
+	if (nd == 0 || (uint64_t)st.st_size != pre_len + hlen + n * esize) {
+		ret = fail(err, errlen, -EINVAL, path, "its length disagrees with its shape");
+		goto out;
+	}
+	*data = malloc(n * esize > 0 ? n * esize : 1);
+	if (!*data) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t got = 0; got < n * esize;) {
+		ssize_t r = read(fd, (char *)*data + got, n * esize - got);
+
+		if (r <= 0) {
+			ret = fail(err, errlen, r < 0 ? -errno : -EIO, path, "read failed");
+			free(*data);
+			*data = NULL;
+			goto out;
+		}
+		got += (uint64_t)r;
+	}
+	*rows = dims[0];
+	*cols = nd == 2 ? dims[1] : 0;
+out:
+	close(fd);
+	return ret;
+}
+
+int rdps_npy_write(const char *path, const char *descr, const void *data, uint64_t rows,
+		   uint64_t cols, char *err, size_t errlen)
+{
+	char hdr[256], dict[200], tmp[4200];
+	size_t esize = rdps_npy_elem_size(descr), dlen, total;
+	uint64_t n = rows * (cols ? cols : 1);
+	FILE *f;
+	int ret = 0;
+
+	if (!esize)
+		return fail(err, errlen, -EINVAL, path, "unsupported dtype");
+	if (cols)
+		snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': (%llu, %llu), }",
+			 descr, (unsigned long long)rows, (unsigned long long)cols);
+	else
+		snprintf(dict, sizeof(dict), "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
+			 descr, (unsigned long long)rows);
+	dlen = strlen(dict);
+	/* numpy pads the header with spaces and '\n' to a multiple of 64 */
+	total = (10 + dlen + 1 + 63) / 64 * 64;
+	memcpy(hdr, "\x93NUMPY\x01\x00", 8);
+	hdr[8] = (char)((total - 10) & 0xff);
+	hdr[9] = (char)((total - 10) >> 8);
+	memcpy(hdr + 10, dict, dlen);
+	memset(hdr + 10 + dlen, ' ', total - 10 - dlen - 1);
+	hdr[total - 1] = '\n';
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wb");
+	if (!f)
+		return fail(err, errlen, -errno, tmp, strerror(errno));
+	if (fwrite(hdr, 1, total, f) != total || (n && fwrite(data, esize, n, f) != n))
+		ret = -EIO;
+	if (fflush(f) || fsync(fileno(f)))
+		ret = ret ? ret : -errno;
+	if (fclose(f))
+		ret = ret ? ret : -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return fail(err, errlen, ret, path, "write failed");
+	}
+	return 0;
+}
