@@ -13,14 +13,15 @@
  * CPU, in which case pulls are two-sided anyway.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include <infiniband/verbs.h>
 #ifdef RDPS_HAVE_EFADV
 #include <infiniband/efadv.h>
-#include <infiniband/verbs.h>
 #endif
 
 #include "rdps/common.h"
@@ -88,6 +89,123 @@ uint64_t ofi_busy_poll_ns(void)
 	return us * 1000ull;
 }
 
+/*
+ * verbs;ofi_rxm: rxm gives each endpoint one verbs CQ for all its
+ * connections, sized (FI_OFI_RXM_MSG_RX_SIZE + FI_OFI_RXM_MSG_TX_SIZE) x
+ * FI_UNIVERSE_SIZE entries, with a shared receive context (FI_OFI_RXM_
+ * USE_SRX) rx + tx x FI_UNIVERSE_SIZE (rxm_ep_msg_cq_open). With
+ * libfabric 1.17's defaults, (128 + 128) x 256 = 65,536: more than soft-
+ * RoCE (rxe) takes (max_cqe 32,767), so ibv_create_cq fails with EINVAL
+ * ("Unable to create verbs CQ") and so does fi_enable. Nothing in the
+ * application's own CQ, wait object, threading or sizes changes that
+ * (rxm's CQ is its own). libfabric reads FI_UNIVERSE_SIZE once, when it
+ * starts: so, before rdps' first libfabric call, where the provider named
+ * takes verbs and FI_UNIVERSE_SIZE is unset, it is set to what fits the
+ * smallest max_cqe among the verbs devices (127 on rxe), and only where
+ * the defaults would not fit (real HCAs take millions: unchanged).
+ *
+ * A smaller universe does not limit the peers (rxm connects to as many as
+ * the address vector holds); it bounds the completions the CQ can hold at
+ * once, and rdps' credits bound those far lower: a server has at most its
+ * receive pool (OFI_POOL_MAX_SLOTS) and control sends (OFI_CTL_SLOTS)
+ * outstanding, a client its READ ring and push buffers.
+ */
+#define OFI_RXM_MSG_SIZE_DEF 128       /* FI_OFI_RXM_MSG_TX/RX_SIZE's default */
+#define OFI_RXM_SRX_SIZE_DEF 4096      /* ... FI_OFI_RXM_MSG_RX_SIZE's with a shared rx */
+#define OFI_UNIVERSE_DEF_MAX 1024      /* the largest FI_UNIVERSE_SIZE default (1.17: 256) */
+
+static char universe_note[160];
+
+static bool names_verbs(const char *prov)
+{
+	return prov && *prov && *prov != '^' && strstr(prov, "verbs");
+}
+
+static size_t env_size(const char *name, size_t def)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtoull(v, &end, 10);
+	return *end || !n ? def : (size_t)n;
+}
+
+static bool env_true(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
+		     !strcasecmp(v, "on") || !strcasecmp(v, "y"));
+}
+
+/* The smallest max_cqe of the verbs devices, or 0 if none answers. */
+static int verbs_min_max_cqe(char *dev, size_t devlen)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	int min = 0;
+
+	for (int i = 0; list && list[i]; i++) {
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		struct ibv_device_attr a;
+
+		if (!ctx)
+			continue;
+		if (!ibv_query_device(ctx, &a) && a.max_cqe > 0 && (!min || a.max_cqe < min)) {
+			min = a.max_cqe;
+			snprintf(dev, devlen, "%s", ibv_get_device_name(list[i]));
+		}
+		ibv_close_device(ctx);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	return min;
+}
+
+static void universe_fit(void)
+{
+	const char *named = getenv("RDPS_OFI_PROVIDER"), *fip = getenv("FI_PROVIDER");
+	const char *env = getenv("FI_UNIVERSE_SIZE");
+	bool srx = env_true("FI_OFI_RXM_USE_SRX");
+	size_t tx = env_size("FI_OFI_RXM_MSG_TX_SIZE", OFI_RXM_MSG_SIZE_DEF);
+	size_t rx = env_size("FI_OFI_RXM_MSG_RX_SIZE", srx ? OFI_RXM_SRX_SIZE_DEF
+							   : OFI_RXM_MSG_SIZE_DEF);
+	size_t fixed = srx ? rx : 0, per = srx ? tx : tx + rx, fit;
+	char dev[64] = "?", num[24];
+	int max_cqe;
+
+	if (!names_verbs(named && *named ? named : fip))
+		return;
+	if (env && *env) {
+		snprintf(universe_note, sizeof(universe_note), "FI_UNIVERSE_SIZE=%s (set outside)",
+			 env);
+		return;
+	}
+	max_cqe = verbs_min_max_cqe(dev, sizeof(dev));
+	if (max_cqe <= 0 || (size_t)max_cqe <= fixed + per)
+		return; /* no device, or too small for even one peer: the error says so */
+	fit = ((size_t)max_cqe - fixed) / per;
+	if (fit >= OFI_UNIVERSE_DEF_MAX)
+		return;
+	snprintf(num, sizeof(num), "%zu", fit);
+	setenv("FI_UNIVERSE_SIZE", num, 0);
+	snprintf(universe_note, sizeof(universe_note),
+		 "FI_UNIVERSE_SIZE=%zu, so that rxm's verbs CQ (%zu + %zu x %zu entries) fits %s's "
+		 "max_cqe %d", fit, fixed, per, fit, dev, max_cqe);
+	rdps_dbg("ofi: %s", universe_note);
+}
+
+/* Before libfabric's first call in the process (it reads its environment
+ * then). */
+static void ofi_env_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, universe_fit);
+}
+
 static struct fi_info *base_hints(const char *prov, bool rma)
 {
 	struct fi_info *h = fi_allocinfo();
@@ -116,9 +234,11 @@ static struct fi_info *base_hints(const char *prov, bool rma)
 /* Is there an RDM endpoint of this provider at all? */
 static bool provider_present(const char *prov, char *dev, size_t devlen)
 {
-	struct fi_info *h = base_hints(prov, false), *info = NULL;
+	struct fi_info *h, *info = NULL;
 	bool ok;
 
+	ofi_env_init();
+	h = base_hints(prov, false);
 	if (!h)
 		return false;
 	ok = !fi_getinfo(OFI_API, NULL, NULL, 0, h, &info) && info;
@@ -154,6 +274,7 @@ int ofi_provider_pick(char *name, size_t len, char *why, size_t whylen)
 	const char *env = getenv("RDPS_OFI_PROVIDER"), *fip = getenv("FI_PROVIDER");
 	char dev[64];
 
+	ofi_env_init();
 	if (env && *env) {
 		snprintf(name, len, "%s", env);
 		snprintf(why, whylen, "provider %s (--ofi-provider)", env);
@@ -180,9 +301,11 @@ int ofi_provider_pick(char *name, size_t len, char *why, size_t whylen)
 static int getinfo(const char *prov, const char *node, bool rma, bool server,
 		   struct fi_info **info)
 {
-	struct fi_info *h = base_hints(prov, rma);
+	struct fi_info *h;
 	int ret = -FI_ENODATA;
 
+	ofi_env_init();
+	h = base_hints(prov, rma);
 	if (!h)
 		return -ENOMEM;
 	/* A server's progress thread uses the endpoint while its other
@@ -342,7 +465,14 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size
 	if (!ret)
 		ret = fi_enable(e->ep);
 	if (ret) {
-		snprintf(err, errlen, "creating a %s endpoint failed: %s", e->prov, ofi_strerror(ret));
+		snprintf(err, errlen, "creating a %s endpoint failed: %s%s%s%s", e->prov,
+			 ofi_strerror(ret),
+			 ret == -FI_EINVAL && names_verbs(e->prov)
+				 ? " (rxm sizes its verbs CQ at (FI_OFI_RXM_MSG_RX_SIZE + "
+				   "FI_OFI_RXM_MSG_TX_SIZE) x FI_UNIVERSE_SIZE entries: more than the "
+				   "device's max_cqe (ibv_devinfo -v)? set FI_UNIVERSE_SIZE lower"
+				 : "",
+			 universe_note[0] ? "; " : "", universe_note);
 		return ret;
 	}
 	e->addrlen = sizeof(e->addr);
