@@ -4,11 +4,13 @@
  * largest batch seen and are then reused, so steady state allocates
  * nothing. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "client_internal.h"
 #include "rdps/client.h"
 #include "rdps/common.h"
 
@@ -1151,6 +1153,47 @@ int rdps_client_server_stats(struct rdps_client *c, uint32_t server,
 		return -ENOTCONN;
 	ret = c->ops->call(c->conns[server], RDPS_REQ_STATS, NULL, 0, out, sizeof(*out), 0);
 	return ret ? conn_fail(c, ret, server) : 0;
+}
+
+int rdps_client_call_idempotent(struct rdps_client *c, uint32_t s, uint32_t type,
+				const void *req, size_t req_len, void *reply, size_t reply_cap,
+				size_t *reply_len)
+{
+	int ret;
+
+	if (s >= c->num_servers)
+		return fail(c, -EINVAL, "no such server%s", "");
+	for (int attempt = 0;; attempt++) {
+		if (ensure_conns(c))
+			return -ENOTCONN;
+		ret = c->ops->call(c->conns[s], type, req, req_len, reply, reply_cap, 0);
+		if (!ret) {
+			*reply_len = c->conns[s]->reply_len;
+			return 0;
+		}
+		ret = conn_fail(c, ret, s);
+		/* One more try after a reconnection: the request changes nothing. */
+		if (attempt || recover(c, ret))
+			return ret;
+	}
+}
+
+int rdps_client_fail(struct rdps_client *c, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int rdps_client_table_offsets(const struct rdps_client *c, uint32_t table, uint64_t *off)
+{
+	if (table >= c->num_tables || !c->offsets[table])
+		return -ENOENT;
+	memcpy(off, c->offsets[table], (c->num_servers + 1) * sizeof(*off));
+	return 0;
 }
 
 int rdps_client_checkpoint(struct rdps_client *c)

@@ -20,7 +20,9 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "graph_sample.h"
 #include "rdps/common.h"
+#include "rdps/graph.h"
 #include "rdps/server.h"
 
 struct rdps_server {
@@ -47,6 +49,12 @@ struct rdps_server {
 	struct rdps_shard *shards[RDPS_MAX_TABLES];
 	uint32_t refs[RDPS_MAX_TABLES];
 	struct rdps_table_desc client_tables[RDPS_MAX_TABLES]; /* slots clients made */
+	/* The config's tables of other dtypes and read-only ones (a graph's):
+	 * neither pushed to nor set, nor checkpointed (their rows come from
+	 * their files at every start). */
+	int config_dtype[RDPS_MAX_TABLES];
+	uint32_t config_elems[RDPS_MAX_TABLES];
+	bool read_only[RDPS_MAX_TABLES];
 	struct rdps_server_stats stats;
 	volatile sig_atomic_t stop;
 	bool keep_alive;
@@ -342,6 +350,68 @@ static struct rdps_shard *check_rows(struct rdps_server *s, struct rdps_request 
 	return sh;
 }
 
+/* check_rows for a push or a set: not of a read-only table. */
+static struct rdps_shard *check_writable(struct rdps_server *s, struct rdps_request *req,
+					 int *ret)
+{
+	if (req->table < RDPS_MAX_TABLES && s->read_only[req->table]) {
+		snprintf(req->errmsg, req->errlen, "table '%s' is read-only (loaded from its "
+			 "files by the server: a graph's)", s->client_tables[req->table].name);
+		*ret = -EPERM;
+		return NULL;
+	}
+	return check_rows(s, req, ret);
+}
+
+/* RDPS_REQ_SAMPLE: picks among the in-edges of seeds this server holds. */
+static int handle_sample(struct rdps_server *s, struct rdps_request *req)
+{
+	struct rdps_sample_req r;
+	struct rdps_shard_info ii, ei;
+	struct rdps_shard *ip, *ep;
+	int ret;
+
+	memcpy(&r, req->payload, sizeof(r));
+	ip = shard_get(s, r.indptr_table);
+	ep = ip ? shard_get(s, r.edges_table) : NULL;
+	if (!ip || !ep) {
+		if (ip)
+			shard_put(s, r.indptr_table);
+		snprintf(req->errmsg, req->errlen, "sample over unknown tables %u and %u on "
+			 "server %u", r.indptr_table, r.edges_table, s->server_id);
+		return -ENOENT;
+	}
+	rdps_shard_info(ip, &ii);
+	rdps_shard_info(ep, &ei);
+	if (!s->read_only[r.indptr_table] || !s->read_only[r.edges_table] ||
+	    strcmp(ii.name, RDPS_GRAPH_INDPTR) || strcmp(ei.name, RDPS_GRAPH_EDGES)) {
+		snprintf(req->errmsg, req->errlen, "tables '%s' and '%s' are not a graph's "
+			 "'%s' and '%s'", ii.name, ei.name, RDPS_GRAPH_INDPTR, RDPS_GRAPH_EDGES);
+		ret = -EINVAL;
+	} else {
+		ret = rdps_sample_serve(&ii, &ei, req->payload, req->payload_len, req->reply,
+					req->reply_cap, &req->reply_len, req->errmsg, req->errlen);
+	}
+	shard_put(s, r.edges_table);
+	shard_put(s, r.indptr_table);
+	if (!ret) {
+		RDPS_STAT_ADD(s->stats.bytes_in, req->payload_len);
+		RDPS_STAT_ADD(s->stats.bytes_out, req->reply_len);
+	}
+	return ret;
+}
+
+/* The config's tables a checkpoint holds (not the read-only ones). */
+static uint32_t ckpt_shards(const struct rdps_server *s, struct rdps_shard **out)
+{
+	uint32_t n = 0;
+
+	for (uint32_t t = 0; t < s->num_config_tables; t++)
+		if (!s->read_only[t])
+			out[n++] = s->shards[t];
+	return n;
+}
+
 /* A consistent-enough copy of counters other threads add to (each field
  * whole; fields taken one after the other). */
 static void stats_copy(const struct rdps_server_stats *from, struct rdps_server_stats *to)
@@ -482,7 +552,8 @@ static void table_desc(const struct rdps_server *s, uint32_t t, struct rdps_tabl
 		d->hi = info.hi;
 		d->stride = (uint32_t)info.stride;
 		d->optimizer = (uint32_t)info.optimizer;
-		d->dtype = RDPS_DTYPE_F32;
+		d->dtype = (uint32_t)s->config_dtype[t];
+		d->elems = s->config_elems[t] ? s->config_elems[t] : info.dim;
 	}
 }
 
@@ -665,6 +736,12 @@ static int table_request(struct rdps_server *s, struct rdps_request *req)
 			struct rdps_table_desc cur;
 
 			table_desc(s, id, &cur);
+			if (s->read_only[id] && tr.optimizer != RDPS_OPT_NONE) {
+				snprintf(req->errmsg, req->errlen, "table '%s' is read-only (loaded "
+					 "from its files by the server): it takes no gradients",
+					 tr.name);
+				return -EPERM;
+			}
 			if (cur.dtype != RDPS_DTYPE_F32 && tr.optimizer != RDPS_OPT_NONE) {
 				snprintf(req->errmsg, req->errlen, "table '%s' holds %s: only float32 "
 					 "tables take gradients", tr.name, rdps_dtype_name((int)cur.dtype));
@@ -740,7 +817,7 @@ static int handle(void *ctx, struct rdps_request *req)
 		RDPS_STAT_ADD(s->stats.bytes_out, (uint64_t)req->n * info.dim * 4);
 		break;
 	case RDPS_REQ_PUSH:
-		if (!(sh = check_rows(s, req, &ret)))
+		if (!(sh = check_writable(s, req, &ret)))
 			break;
 		ret = rdps_shard_apply_gather(sh, req->ids, req->grads, req->grad_index, req->n);
 		rdps_shard_info(sh, &info);
@@ -757,12 +834,16 @@ static int handle(void *ctx, struct rdps_request *req)
 		break;
 	case RDPS_REQ_SET:
 		/* The rows travel where a push's gradients do. */
-		if (!(sh = check_rows(s, req, &ret)))
+		if (!(sh = check_writable(s, req, &ret)))
 			break;
 		rdps_shard_set(sh, req->ids, req->grads, req->n);
 		rdps_shard_info(sh, &info);
 		shard_put(s, req->table);
 		RDPS_STAT_ADD(s->stats.bytes_in, 8 + (uint64_t)req->n * (8 + info.dim * 4));
+		break;
+	case RDPS_REQ_SAMPLE:
+		/* Read-only tables: no lock. */
+		ret = handle_sample(s, req);
 		break;
 	case RDPS_REQ_TABLE:
 		pthread_mutex_lock(&s->lock);
@@ -799,8 +880,10 @@ static int restore(struct rdps_server *s, char *err, size_t errlen)
 	uint64_t now_ms;
 	int ret;
 
-	ret = rdps_ckpt_restore(s->ckpt_dir, s->server_id, s->shards, s->num_tables, &info, err,
-				errlen);
+	struct rdps_shard *ck[RDPS_MAX_TABLES];
+	uint32_t nck = ckpt_shards(s, ck);
+
+	ret = rdps_ckpt_restore(s->ckpt_dir, s->server_id, ck, nck, &info, err, errlen);
 	if (ret)
 		return ret;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -826,6 +909,42 @@ static int restore(struct rdps_server *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* A config table's rows from memory (packed elems each; rows
+ * [lo, hi) of the shard), written whole-word padded, in chunks. */
+static int load_rows(struct rdps_shard *sh, const struct rdps_server_table_config *tc)
+{
+	enum { CHUNK = 4096 };
+	struct rdps_shard_info info;
+	size_t bytes, words;
+	uint64_t *ids;
+	char *buf;
+
+	rdps_shard_info(sh, &info);
+	bytes = tc->elems ? rdps_dtype_size(tc->dtype) * tc->elems : (size_t)info.dim * 4;
+	words = (size_t)info.dim * 4;
+	ids = malloc(CHUNK * sizeof(*ids));
+	buf = calloc(CHUNK, words);
+	if (!ids || !buf) {
+		free(ids);
+		free(buf);
+		return -ENOMEM;
+	}
+	for (uint64_t at = info.lo; at < info.hi;) {
+		uint32_t n = info.hi - at < CHUNK ? (uint32_t)(info.hi - at) : CHUNK;
+
+		for (uint32_t i = 0; i < n; i++) {
+			ids[i] = at + i;
+			memcpy(buf + i * words, (const char *)tc->rows + (at - info.lo + i) * bytes,
+			       bytes);
+		}
+		rdps_shard_set(sh, ids, buf, n);
+		at += n;
+	}
+	free(ids);
+	free(buf);
+	return 0;
+}
+
 int rdps_server_create(const struct rdps_server_config *cfg,
 		       struct rdps_server **out, char *err, size_t errlen)
 {
@@ -842,8 +961,9 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 			 cfg->server_id, cfg->ipc ? cfg->ipc->num_servers : 0);
 		return -EINVAL;
 	}
-	if (!cfg->num_tables || cfg->num_tables > RDPS_MAX_TABLES) {
-		snprintf(err, errlen, "need 1..%d tables, got %u", RDPS_MAX_TABLES,
+	/* No table is fine: clients make theirs (rdps_client_table_create). */
+	if (cfg->num_tables > RDPS_MAX_TABLES) {
+		snprintf(err, errlen, "at most %d tables, got %u", RDPS_MAX_TABLES,
 			 cfg->num_tables);
 		return -EINVAL;
 	}
@@ -881,8 +1001,9 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 	for (uint32_t t = 0; t < cfg->num_tables; t++) {
 		const struct rdps_server_table_config *tc = &cfg->tables[t];
 		const uint64_t *off = tc->offsets;
+		uint32_t dim = tc->elems ? rdps_dtype_row_words(tc->dtype, tc->elems) : tc->dim;
 		struct rdps_shard_params sp = {
-			.name = tc->name, .table_id = t, .dim = tc->dim,
+			.name = tc->name, .table_id = t, .dim = dim,
 			.num_rows = tc->num_rows, .init = tc->init,
 			.init_range = tc->init_range, .seed = cfg->seed, .num_parts = tc->num_parts,
 			.optimizer = tc->optimizer, .lr = tc->lr, .eps = cfg->eps,
@@ -890,6 +1011,16 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		struct rdps_shard_info info;
 
 		memcpy(sp.parts, tc->parts, sizeof(sp.parts));
+		if (tc->dtype < 0 || tc->dtype >= RDPS_DTYPE_COUNT || !dim ||
+		    (tc->dtype != RDPS_DTYPE_F32 &&
+		     (tc->init != RDPS_INIT_ZEROS || tc->optimizer != RDPS_OPT_NONE))) {
+			snprintf(err, errlen, "table '%s': dtype %d with %u elements, init %d, "
+				 "optimizer %s (only float32 tables start uniform or take "
+				 "gradients)", tc->name, tc->dtype, tc->elems, tc->init,
+				 rdps_optimizer_name(tc->optimizer));
+			ret = -EINVAL;
+			goto err_destroy_shards;
+		}
 		if (!off) {
 			rdps_book_even(tc->num_rows, s->num_servers, even);
 			off = even;
@@ -914,10 +1045,20 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 			goto err_destroy_shards;
 		}
 		rdps_shard_info(s->shards[t], &info);
+		if (tc->rows && (ret = load_rows(s->shards[t], tc))) {
+			snprintf(err, errlen, "table '%s': %s", tc->name, rdps_strerror(ret));
+			goto err_destroy_shards;
+		}
+		s->config_dtype[t] = tc->dtype;
+		s->config_elems[t] = tc->elems;
+		s->read_only[t] = tc->read_only;
+		snprintf(s->client_tables[t].name, sizeof(s->client_tables[t].name), "%s", tc->name);
 		memset(&regions[t], 0, sizeof(regions[t]));
 		snprintf(regions[t].desc.name, sizeof(regions[t].desc.name), "%s", tc->name);
 		regions[t].desc.table_id = t;
-		regions[t].desc.dim = tc->dim;
+		regions[t].desc.dim = dim;
+		regions[t].desc.dtype = (uint32_t)tc->dtype;
+		regions[t].desc.elems = tc->elems ? tc->elems : dim;
 		regions[t].desc.num_rows = tc->num_rows;
 		regions[t].desc.lo = info.lo;
 		regions[t].desc.hi = info.hi;
@@ -990,6 +1131,7 @@ int rdps_server_poll(struct rdps_server *s, int timeout_ms)
 
 int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
 {
+	struct rdps_shard *ck[RDPS_MAX_TABLES];
 	struct rdps_ckpt_job job;
 	uint64_t t0 = rdps_now_ns(), bytes = 0, seq, good, pushed0, during;
 	uint64_t *counts = NULL;
@@ -1017,7 +1159,7 @@ int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
 		counts[c] = __atomic_load_n(&s->rows_applied[c], __ATOMIC_RELAXED);
 	job.pushed_rows = counts;
 	pushed0 = __atomic_load_n(&s->stats.rows_pushed, __ATOMIC_RELAXED);
-	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, s->shards, s->num_config_tables, &job, seq,
+	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, ck, ckpt_shards(s, ck), &job, seq,
 			      good, &bytes, err, errlen);
 	during = __atomic_load_n(&s->stats.rows_pushed, __ATOMIC_RELAXED) - pushed0;
 	__atomic_store_n(&s->stats.ckpt_rows_during, during, __ATOMIC_RELAXED);

@@ -28,6 +28,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: rdps launch [--backend local|mpi|slurm|k8s] --ip_config FILE [options] -- TRAIN_ARGS...\n"
+"       rdps launch [--backend ...] --ip_config FILE [options] --exec -- CMD [ARGS...]\n"
 "       rdps launch --role-from-env --ip_config FILE [options] -- TRAIN_ARGS...\n"
 "       rdps launch --print-layout --ip_config FILE [options]\n"
 "\n"
@@ -40,6 +41,20 @@ static void usage(FILE *f)
 "Before it starts anything it checks them once, as trainer 0 would get them,\n"
 "with 'rdps train --check-only' (options, data, partition, save path; no server\n"
 "is contacted): a bad argument stops it with the check's error.\n"
+"\n"
+"With --exec, what follows '--' is a command each trainer runs instead of rdps\n"
+"train (a Python script on the rdps package: rdps.distributed.initialize() reads\n"
+"the job from the environment), found in PATH, with\n"
+"  RDPS_IP_CONFIG     the ip_config (absolute path)\n"
+"  RDPS_RANK          the trainer's rank, 0 .. RDPS_NUM_TRAINERS-1\n"
+"  RDPS_NUM_TRAINERS  trainers of the job\n"
+"  RDPS_NUM_SERVERS   servers of the job\n"
+"  RDPS_TRANSPORT     the --transport below (default auto)\n"
+"added to its environment. The servers start with no table (the trainers make\n"
+"theirs) and get only --transport and the --server_arg's; there is no 'rdps train\n"
+"--check-only' step. The trainers shut the servers down when they are done\n"
+"(trainer 0, after a last barrier), as rdps train does.\n"
+"e.g.: rdps launch --ip_config ip.txt --num_client_proc 2 --exec -- python3 train.py --epochs 3\n"
 "\n"
 "backends:\n"
 "  local    fork every process here (default). One process failing, or Ctrl-C,\n"
@@ -76,6 +91,11 @@ static void usage(FILE *f)
 "  --grace SEC            SIGTERM to SIGKILL delay, and how long servers may outlive\n"
 "                         the trainers before they are stopped (default 10)\n"
 "  --rdps PATH            the rdps binary on every host (default: this one)\n"
+"  --exec                 the arguments after '--' are a command each trainer runs\n"
+"                         (see above), not rdps train's\n"
+"  --transport NAME       with --exec: the servers' and trainers' transport (auto,\n"
+"                         tcp, verbs, ofi; default auto); without it, give\n"
+"                         --transport in the train arguments\n"
 "local and k8s:\n"
 "  --machine M            run only machine M's processes (one host of a multi-host job)\n"
 "  --log_dir DIR          also write each process's output to DIR/server0.log, ...\n"
@@ -204,7 +224,8 @@ int rdps_cmd_launch(int argc, char **argv)
 {
 	enum { O_BACKEND = 256, O_ROLE, O_LAYOUT, O_DRY, O_NOCHECK, O_QUIET, O_IPC, O_NCP, O_NSRV,
 	       O_THOSTS, O_SARG, O_GRACE, O_RDPS, O_MACHINE, O_LOGDIR, O_MPIRUN, O_MPIARG, O_MPIHOSTS,
-	       O_WRAPPER, O_BASEPORT, O_HOSTS, O_SUFFIX, O_SRUNARG, O_NSTH, O_HELP };
+	       O_WRAPPER, O_BASEPORT, O_HOSTS, O_SUFFIX, O_SRUNARG, O_NSTH, O_EXEC, O_TRANSPORT,
+	       O_HELP };
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, O_BACKEND },
 		{ "role-from-env", no_argument, NULL, O_ROLE },
@@ -234,6 +255,8 @@ int rdps_cmd_launch(int argc, char **argv)
 		{ "hosts", required_argument, NULL, O_HOSTS },
 		{ "host_suffix", required_argument, NULL, O_SUFFIX },
 		{ "srun_arg", required_argument, NULL, O_SRUNARG },
+		{ "exec", no_argument, NULL, O_EXEC },
+		{ "transport", required_argument, NULL, O_TRANSPORT },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 },
 	};
@@ -242,7 +265,8 @@ int rdps_cmd_launch(int argc, char **argv)
 	char err[640];
 	double v;
 	int opt, at, rc = 2;
-	bool bad = false;
+	bool bad = false, exec = false;
+	const char *transport = NULL;
 
 	optind = 1;
 	opterr = 0; /* bad_option says it better */
@@ -279,6 +303,8 @@ int rdps_cmd_launch(int argc, char **argv)
 		case O_HOSTS: bad |= rdps_launch_strv_push_list(&L.hosts, optarg) != 0; break;
 		case O_SUFFIX: L.host_suffix = optarg; break;
 		case O_SRUNARG: bad |= rdps_launch_strv_push(&L.srun_args, optarg) != 0; break;
+		case O_EXEC: exec = true; break;
+		case O_TRANSPORT: transport = optarg; break;
 		case O_HELP: usage(stdout); launch_free(&L); return 0;
 		default: bad_option(opts, argv[at]); launch_free(&L); return 2;
 		}
@@ -299,12 +325,25 @@ int rdps_cmd_launch(int argc, char **argv)
 		fprintf(stderr, "rdps launch: --ip_config FILE is required (see rdps launch --help)\n");
 		goto out;
 	}
+	if (transport && !exec) {
+		fprintf(stderr, "rdps launch: --transport goes with --exec; an rdps train job gives "
+			"--transport in its train arguments (after '--'), which the servers get too\n");
+		goto out;
+	}
+	if (exec && !L.print_layout && !L.num_train_args) {
+		fprintf(stderr, "rdps launch: --exec and no command: end the launch options with '--' "
+			"and give the command each trainer runs (e.g. -- python3 train.py)\n");
+		goto out;
+	}
 	if (!L.print_layout && !L.num_train_args) {
 		fprintf(stderr, "rdps launch: no train arguments: end the launch options with '--' and "
 			"give the job's rdps train arguments (--data, --partition, --model_name, ...)\n");
 		goto out;
 	}
-	if (rdps_launch_check_train_args(L.train_args, L.num_train_args, err, sizeof(err))) {
+	/* --exec: a command, not rdps train's arguments: nothing to check. */
+	if (exec)
+		L.no_check = true;
+	if (!exec && rdps_launch_check_train_args(L.train_args, L.num_train_args, err, sizeof(err))) {
 		fprintf(stderr, "rdps launch: %s\n", err);
 		goto out;
 	}
@@ -360,7 +399,7 @@ int rdps_cmd_launch(int argc, char **argv)
 	L.job = (struct rdps_launch_job){ .exe = L.exe, .ip_config = L.ipc_path,
 					  .train_args = L.train_args, .num_train_args = L.num_train_args,
 					  .server_args = L.server_args.v, .num_server_args = L.server_args.n,
-					  .layout = &L.layout };
+					  .layout = &L.layout, .exec = exec, .transport = transport };
 	if (L.print_layout) {
 		print_layout(&L);
 		rc = 0;

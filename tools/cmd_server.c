@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* rdps server / stats / shutdown. */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "rdps/auth.h"
 #include "rdps/client.h"
 #include "rdps/common.h"
+#include "rdps/graph.h"
 #include "rdps/partition.h"
 #include "rdps/server.h"
 #include "rdps/trainer.h"
@@ -29,15 +31,22 @@ static void server_usage(FILE *f)
 	fprintf(f,
 "usage: rdps server --ip_config FILE --server_id N --table NAME:ROWS:DIM [...] [options]\n"
 "       rdps server --ip_config FILE --server_id N --partition PDIR --model_name M --hidden_dim D\n"
+"       rdps server --ip_config FILE --server_id N --graph GDIR [options]\n"
+"       rdps server --ip_config FILE --server_id N [options]\n"
 "\n"
 "Runs one parameter server of a job. Server N listens on the N-th address of\n"
 "the ip_config (machines in file order, base_port + j for the j-th server of a\n"
-"machine) and holds its contiguous range of every table's rows.\n"
+"machine) and holds its contiguous range of every table's rows. With neither\n"
+"--table nor --partition it starts with no table: the job's clients make theirs\n"
+"(rdps_client_table_create; the Python package's DistTensor and DistEmbedding,\n"
+"e.g. under rdps launch --exec).\n"
 "\n"
 "required:\n"
 "  --ip_config FILE       servers of the job, DGL-KE format: 'IP [base_port [num_servers]]'\n"
 "                         per line (defaults 30050 and 1); blank lines and # comments ok\n"
 "  --server_id N          this server's global index (0-based)\n"
+"\n"
+"tables (optional):\n"
 "  --table NAME:ROWS:DIM  a table of ROWS rows of DIM floats, split evenly over the\n"
 "                         servers; repeat for each table (e.g. entity:40943:400)\n"
 "  or\n"
@@ -45,6 +54,13 @@ static void server_usage(FILE *f)
 "                         shaped for --model_name/--hidden_dim; machine i of the\n"
 "                         ip_config holds part i's entities, split evenly over its\n"
 "                         servers (or, with one server per part, server i holds part i)\n"
+"  or\n"
+"  --graph GDIR           a graph partition (rdps partition of a graph dataset, e.g.\n"
+"                         rdps dataset wordnet-nodes): server i holds part i's nodes\n"
+"                         and their in-edges as read-only tables (graph:indptr,\n"
+"                         graph:edges, ndata:feat, ndata:label, ndata:*_mask) that\n"
+"                         DistGraph reads and samples; the job needs one server per\n"
+"                         part. Clients may make more tables beside them\n"
 "  --model_name NAME      model the tables are for (row widths; default TransE_l2)\n"
 "  --hidden_dim N         its hidden_dim (default 400); rows start in [-r, r] with\n"
 "                         r = (gamma + 2) / hidden_dim (TransR's projection: [-1, 1])\n"
@@ -226,6 +242,36 @@ static int partition_tables(const char *pdir, const struct rdps_model_params *mp
 	return 0;
 }
 
+/* --graph: part server_id of the graph partition in gdir, as read-only
+ * tables (their rows point into *part, kept until the server is gone). */
+static int graph_tables(const char *gdir, const struct rdps_ipconfig *ipc, uint32_t server_id,
+			struct rdps_server_config *cfg, struct rdps_graph_part **part)
+{
+	char err[640];
+	int ret;
+
+	ret = rdps_graph_part_load(gdir, server_id, part, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps server %u: --graph %s: %s\n", server_id, gdir, err);
+		return ret;
+	}
+	if ((*part)->num_parts != ipc->num_servers) {
+		fprintf(stderr, "rdps server %u: --graph %s has %u parts but the ip_config lists %u "
+			"server(s): a graph job has one server per part (partition again with "
+			"--num_parts %u, or list %u servers)\n", server_id, gdir, (*part)->num_parts,
+			ipc->num_servers, ipc->num_servers, (*part)->num_parts);
+		rdps_graph_part_free(*part);
+		*part = NULL;
+		return -EINVAL;
+	}
+	ret = rdps_graph_part_add_tables(*part, cfg);
+	if (ret) {
+		rdps_graph_part_free(*part);
+		*part = NULL;
+	}
+	return ret;
+}
+
 int rdps_cmd_server(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -241,6 +287,7 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "partition", required_argument, NULL, 'P' },
+		{ "graph", required_argument, NULL, 'G' },
 		{ "secret-file", required_argument, NULL, 'S' },
 		{ "checkpoint-dir", required_argument, NULL, 'k' },
 		{ "checkpoint-interval", required_argument, NULL, 'K' },
@@ -266,6 +313,8 @@ int rdps_cmd_server(int argc, char **argv)
 	bool double_ent = false, double_rel = false;
 	long server_id = -1;
 	bool quiet = false;
+	struct rdps_graph_part *gpart = NULL;
+	const char *gdir = NULL;
 	const char *pdir = NULL, *model = "TransE_l2", *secret_file = NULL;
 	struct rdps_secret secret;
 	unsigned long hidden_dim = 400;
@@ -351,6 +400,9 @@ int rdps_cmd_server(int argc, char **argv)
 			break;
 		case 'P':
 			pdir = optarg;
+			break;
+		case 'G':
+			gdir = optarg;
 			break;
 		case 'S':
 			secret_file = optarg;
@@ -456,8 +508,13 @@ int rdps_cmd_server(int argc, char **argv)
 		fprintf(stderr, "rdps server: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (!ip_config || server_id < 0 || (!cfg.num_tables == !pdir)) {
-		fprintf(stderr, "rdps server: --ip_config, --server_id and either --table (one or more) or --partition are required (see rdps server --help)\n");
+	if (!ip_config || server_id < 0) {
+		fprintf(stderr, "rdps server: --ip_config and --server_id are required (see rdps server --help)\n");
+		return 2;
+	}
+	if (!!cfg.num_tables + !!pdir + !!gdir > 1) {
+		fprintf(stderr, "rdps server: --table, --partition and --graph exclude each other: "
+			"give one, or none for a server whose tables its clients make\n");
 		return 2;
 	}
 	ret = rdps_secret_load(secret_file, &secret, err, sizeof(err));
@@ -517,12 +574,17 @@ int rdps_cmd_server(int argc, char **argv)
 		cfg.tables[t].optimizer = optimizer;
 		cfg.tables[t].lr = lr;
 	}
+	if (gdir && (ret = graph_tables(gdir, &ipc, (uint32_t)server_id, &cfg, &gpart))) {
+		rdps_ipconfig_free(&ipc);
+		return 1;
+	}
 	cfg.ipc = &ipc;
 	cfg.server_id = (uint32_t)server_id;
 	ret = rdps_server_create(&cfg, &running, err, sizeof(err));
 	free(ent_off);
 	if (ret) {
 		fprintf(stderr, "rdps server %ld: %s\n", server_id, err);
+		rdps_graph_part_free(gpart);
 		rdps_ipconfig_free(&ipc);
 		return 1;
 	}
@@ -530,13 +592,28 @@ int rdps_cmd_server(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	rdps_info("server %ld: listening on %s:%u (%s), %u table(s), optimizer %s lr %g, %s",
-		  server_id, ipc.servers[server_id].host, ipc.servers[server_id].port,
-		  cfg.transport, cfg.num_tables, rdps_optimizer_name(optimizer), lr,
-		  secret.len ? "clients must authenticate" : "no authentication (no secret)");
+	if (gpart)
+		rdps_info("server %ld: listening on %s:%u (%s), part %u of %u of the graph in %s "
+			  "(%" PRIu64 " nodes, %" PRIu64 " edges), %s",
+			  server_id, ipc.servers[server_id].host, ipc.servers[server_id].port,
+			  cfg.transport, gpart->part, gpart->num_parts, gdir,
+			  gpart->node_ranges[gpart->part + 1] - gpart->node_ranges[gpart->part],
+			  gpart->edge_ranges[gpart->part + 1] - gpart->edge_ranges[gpart->part],
+			  secret.len ? "clients must authenticate" : "no authentication (no secret)");
+	else if (cfg.num_tables)
+		rdps_info("server %ld: listening on %s:%u (%s), %u table(s), optimizer %s lr %g, %s",
+			  server_id, ipc.servers[server_id].host, ipc.servers[server_id].port,
+			  cfg.transport, cfg.num_tables, rdps_optimizer_name(optimizer), lr,
+			  secret.len ? "clients must authenticate" : "no authentication (no secret)");
+	else
+		rdps_info("server %ld: listening on %s:%u (%s), no table yet (its clients make them), %s",
+			  server_id, ipc.servers[server_id].host, ipc.servers[server_id].port,
+			  cfg.transport,
+			  secret.len ? "clients must authenticate" : "no authentication (no secret)");
 	if (cfg.checkpoint_interval_ms && !cfg.checkpoint_dir) {
 		fprintf(stderr, "rdps server: --checkpoint-interval needs --checkpoint-dir\n");
 		rdps_server_destroy(running);
+		rdps_graph_part_free(gpart);
 		rdps_ipconfig_free(&ipc);
 		return 2;
 	}
@@ -547,6 +624,7 @@ int rdps_cmd_server(int argc, char **argv)
 	rdps_server_get_stats(running, &st);
 	rdps_server_destroy(running);
 	running = NULL;
+	rdps_graph_part_free(gpart); /* the shards held copies; freed after them anyway */
 	if (!quiet)
 		rdps_server_print_stats(&st, (uint32_t)server_id, stdout);
 	fflush(stdout);

@@ -140,6 +140,9 @@ struct rdps_launch_job {
 	char *const *server_args;    /* extra rdps server arguments (--server_arg) */
 	int num_server_args;
 	const struct rdps_launch_layout *layout;
+	bool exec;                   /* --exec: train_args are a command each trainer
+				      * runs; servers start without tables */
+	const char *transport;       /* --exec's --transport, or NULL (auto) */
 };
 
 /*
@@ -159,7 +162,11 @@ bool rdps_launch_keeps_servers(char *const *args, int n);
  *   trainer j: EXE train [train_args] --ip_config F --num_trainers T --rank j
  * where [shared] are the train arguments servers also need, with the same
  * names: --partition --model_name --hidden_dim --gamma --lr --optimizer
- * --transport --seed. Free with free(). Returns NULL on ENOMEM.
+ * --transport --seed. With job->exec, train_args are a command:
+ *   server i:  EXE server --ip_config F --server_id i [--transport T] [server_args]
+ *   trainer j: /usr/bin/env RDPS_IP_CONFIG=F RDPS_RANK=j RDPS_NUM_TRAINERS=T
+ *              RDPS_NUM_SERVERS=S RDPS_TRANSPORT=T' [train_args]
+ * (env finds the command in PATH). Free with free(). Returns NULL on ENOMEM.
  */
 char **rdps_launch_role_argv(const struct rdps_launch_job *job, const struct rdps_launch_role *role);
 

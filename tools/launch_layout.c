@@ -322,6 +322,52 @@ static const char *const shared_flags[] = { "--partition", "--model_name", "--hi
 static const char *const shared_switches[][3] = { { "de", "double_ent", "--double_ent" },
 						  { "dr", "double_rel", "--double_rel" } };
 
+/* --exec: a server without tables, or the trainer's command under env with
+ * the job's variables (rdps.distributed.initialize reads them). */
+static char **exec_role_argv(const struct rdps_launch_job *job, const struct rdps_launch_role *role)
+{
+	size_t max = (size_t)job->num_train_args + (size_t)job->num_server_args + 16;
+	size_t text = strlen(job->ip_config) + (job->transport ? strlen(job->transport) : 4) + 160;
+	char **argv = calloc(1, max * sizeof(char *) + text);
+	char *p = (char *)(argv + max), *end = p + text;
+	size_t k = 0;
+
+	if (!argv)
+		return NULL;
+	if (role->kind == RDPS_ROLE_SERVER) {
+		argv[k++] = (char *)job->exe;
+		argv[k++] = "server";
+		argv[k++] = "--ip_config";
+		argv[k++] = (char *)job->ip_config;
+		argv[k++] = "--server_id";
+		argv[k++] = p;
+		p += snprintf(p, (size_t)(end - p), "%u", role->id) + 1;
+		if (job->transport) {
+			argv[k++] = "--transport";
+			argv[k++] = (char *)job->transport;
+		}
+		for (int i = 0; i < job->num_server_args; i++)
+			argv[k++] = (char *)job->server_args[i];
+	} else {
+		argv[k++] = "/usr/bin/env";
+		argv[k++] = p;
+		p += snprintf(p, (size_t)(end - p), "RDPS_IP_CONFIG=%s", job->ip_config) + 1;
+		argv[k++] = p;
+		p += snprintf(p, (size_t)(end - p), "RDPS_RANK=%u", role->id) + 1;
+		argv[k++] = p;
+		p += snprintf(p, (size_t)(end - p), "RDPS_NUM_TRAINERS=%u", job->layout->num_trainers) + 1;
+		argv[k++] = p;
+		p += snprintf(p, (size_t)(end - p), "RDPS_NUM_SERVERS=%u", job->layout->num_servers) + 1;
+		argv[k++] = p;
+		p += snprintf(p, (size_t)(end - p), "RDPS_TRANSPORT=%s",
+			      job->transport ? job->transport : "auto") + 1;
+		for (int i = 0; i < job->num_train_args; i++)
+			argv[k++] = (char *)job->train_args[i];
+	}
+	argv[k] = NULL;
+	return argv;
+}
+
 char **rdps_launch_role_argv(const struct rdps_launch_job *job, const struct rdps_launch_role *role)
 {
 	/* Worst case: every train argument, the fixed ones, the server args. */
@@ -330,6 +376,10 @@ char **rdps_launch_role_argv(const struct rdps_launch_job *job, const struct rdp
 	char *num = (char *)(argv + max), *num2 = num + 16;
 	size_t k = 0;
 
+	if (job->exec) {
+		free(argv);
+		return exec_role_argv(job, role);
+	}
 	if (!argv)
 		return NULL;
 	argv[k++] = (char *)job->exe;

@@ -108,6 +108,12 @@ int rdps_launch_role_cmd(struct rdps_launch *L, struct rdps_launch_strv *out)
 			return -ENOMEM;
 		ret |= rdps_launch_strv_push(out, a);
 	}
+	if (L->job.exec)
+		ret |= rdps_launch_strv_push(out, "--exec");
+	if (L->job.exec && L->job.transport) {
+		ret |= rdps_launch_strv_push(out, "--transport");
+		ret |= rdps_launch_strv_push(out, (char *)L->job.transport);
+	}
 	ret |= rdps_launch_strv_push(out, "--");
 	for (int i = 0; i < L->num_train_args; i++)
 		ret |= rdps_launch_strv_push(out, L->train_args[i]);

@@ -817,8 +817,10 @@ int ofi_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len
 	if (oc->broken)
 		return -ENOTCONN;
 	if (type != RDPS_REQ_FLUSH) {
-		/* Barrier, stats, shutdown: over the control connection. */
+		/* Barrier, stats, shutdown, tables, samples: over the control
+		 * connection. */
 		ret = oc->ctl->ops->call(oc->ctl, type, req, req_len, reply, reply_len, timeout_ms);
+		c->reply_len = oc->ctl->reply_len;
 		if (ret)
 			snprintf(c->errmsg, sizeof(c->errmsg), "%s", oc->ctl->errmsg);
 		return ret;

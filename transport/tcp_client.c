@@ -535,11 +535,13 @@ int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len
 		return -EBUSY;
 	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
 	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT &&
-	    type != RDPS_REQ_TABLE)
+	    type != RDPS_REQ_TABLE && type != RDPS_REQ_SAMPLE)
 		return -EINVAL;
-	if (type == RDPS_REQ_TABLE ? req_len != sizeof(struct rdps_table_req)
-				   : req_len % 8 || req_len > RDPS_ALLREDUCE_MAX * 8)
+	if (type == RDPS_REQ_SAMPLE ? req_len < sizeof(struct rdps_sample_req) || req_len % 8
+	    : type == RDPS_REQ_TABLE ? req_len != sizeof(struct rdps_table_req)
+				     : req_len % 8 || req_len > RDPS_ALLREDUCE_MAX * 8)
 		return -EINVAL;
+	c->reply_len = 0;
 	snprintf(what, sizeof(what), "the %s reply", rdps_req_name((int)type));
 	rdps_wire_hdr_init(&h, (uint8_t)type, (uint32_t)req_len, 0);
 	iov[0] = (struct iovec){ &h, sizeof(h) };
@@ -559,7 +561,8 @@ int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len
 	if (ret)
 		return ret;
 	if (h.len) {
-		if (!reply || h.len != reply_len) {
+		/* A sample's reply is as long as the edges it found. */
+		if (!reply || (type == RDPS_REQ_SAMPLE ? h.len > reply_len : h.len != reply_len)) {
 			tc->broken = true;
 			snprintf(c->errmsg, sizeof(c->errmsg),
 				 "%s: %s reply of unexpected size %u", c->peer,
@@ -569,6 +572,7 @@ int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len
 		ret = rdps_sock_recv(tc->fd, reply, h.len, deadline);
 		if (ret)
 			return conn_fail(tc, ret, what);
+		c->reply_len = h.len;
 	}
 	/* A flush also reports a failed earlier push. */
 	if (type == RDPS_REQ_FLUSH)

@@ -671,6 +671,24 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 		req.reply = &desc;
 		req.reply_cap = sizeof(desc);
 		break;
+	case RDPS_REQ_SAMPLE: {
+		struct rdps_sample_req sr;
+
+		ret = rdps_wire_check_sample(payload, h->len, why, sizeof(why));
+		if (ret)
+			return refuse(ts, sc, h->type, ret, why);
+		memcpy(&sr, payload, sizeof(sr));
+		req.payload = payload;
+		req.payload_len = h->len;
+		/* The reply is built in place, in a frame of its largest size
+		 * that is cut to what the handler wrote. */
+		req.reply_cap = rdps_sample_reply_bound(sr.n, sr.fanout);
+		req.reply = tx_frame(sc, RDPS_REQ_SAMPLE | RDPS_WIRE_REPLY, 0,
+				     (uint32_t)req.reply_cap);
+		if (!req.reply)
+			return -ENOMEM;
+		break;
+	}
 	case RDPS_REQ_ALLREDUCE:
 		if (!h->len || h->len % 8 || h->len > RDPS_ALLREDUCE_MAX * 8) {
 			snprintf(why, sizeof(why), "allreduce of %u bytes (want 8..%d, multiple of 8)",
@@ -696,6 +714,15 @@ static int handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 	}
 	if (h->type == RDPS_REQ_PULL)
 		return 0; /* rows already in place */
+	if (h->type == RDPS_REQ_SAMPLE) {
+		struct rdps_wire_hdr rh;
+
+		rdps_wire_hdr_init(&rh, RDPS_REQ_SAMPLE | RDPS_WIRE_REPLY,
+				   (uint32_t)req.reply_len, 0);
+		memcpy(sc->tx + tx_mark, &rh, sizeof(rh));
+		sc->tx_len = tx_mark + sizeof(rh) + req.reply_len;
+		return 0;
+	}
 	if (h->type == RDPS_REQ_STATS || h->type == RDPS_REQ_TABLE) {
 		void *p = tx_frame(sc, h->type | RDPS_WIRE_REPLY, 0, (uint32_t)req.reply_len);
 

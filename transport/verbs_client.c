@@ -511,8 +511,10 @@ int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_l
 	if (vc->broken)
 		return -ENOTCONN;
 	if (type != RDPS_REQ_FLUSH) {
-		/* Barrier, stats, shutdown: over the control connection. */
+		/* Barrier, stats, shutdown, tables, samples: over the control
+		 * connection. */
 		ret = vc->ctl->ops->call(vc->ctl, type, req, req_len, reply, reply_len, timeout_ms);
+		c->reply_len = vc->ctl->reply_len;
 		if (ret)
 			snprintf(c->errmsg, sizeof(c->errmsg), "%s", vc->ctl->errmsg);
 		return ret;

@@ -15,6 +15,7 @@ const char *rdps_req_name(int type)
 		[RDPS_REQ_SHUTDOWN] = "shutdown", [RDPS_REQ_BYE] = "bye",
 		[RDPS_REQ_ALLREDUCE] = "allreduce", [RDPS_REQ_CHECKPOINT] = "checkpoint",
 		[RDPS_REQ_TABLE] = "table",	[RDPS_REQ_SET] = "set",
+		[RDPS_REQ_SAMPLE] = "sample",
 	};
 
 	if (type <= 0 || type >= RDPS_REQ_MAX || !names[type])
@@ -39,6 +40,31 @@ int rdps_wire_check_hdr(const struct rdps_wire_hdr *h, char *why, size_t whylen)
 		snprintf(why, whylen, "frame length %u over the limit of %u bytes",
 			 h->len, RDPS_WIRE_MAX_FRAME);
 		return -EMSGSIZE;
+	}
+	return 0;
+}
+
+int rdps_wire_check_sample(const void *payload, size_t len, char *why, size_t whylen)
+{
+	struct rdps_sample_req r;
+
+	if (len < sizeof(r)) {
+		snprintf(why, whylen, "sample request of %zu bytes is shorter than its "
+			 "%zu-byte header", len, sizeof(r));
+		return -EPROTO;
+	}
+	memcpy(&r, payload, sizeof(r));
+	if (len != sizeof(r) + (uint64_t)r.n * 8) {
+		snprintf(why, whylen, "sample request for %u seeds should be %llu bytes, got %zu",
+			 r.n, (unsigned long long)(sizeof(r) + (uint64_t)r.n * 8), len);
+		return -EPROTO;
+	}
+	if (!r.n || !r.fanout || r.fanout > RDPS_SAMPLE_MAX_FANOUT ||
+	    (uint64_t)r.n * r.fanout > RDPS_SAMPLE_MAX_EDGES) {
+		snprintf(why, whylen, "sample request for %u seeds with fanout %u (want 1..%u "
+			 "seeds, fanout 1..%u, seeds x fanout <= %u)", r.n, r.fanout,
+			 RDPS_SAMPLE_MAX_EDGES, RDPS_SAMPLE_MAX_FANOUT, RDPS_SAMPLE_MAX_EDGES);
+		return -EINVAL;
 	}
 	return 0;
 }

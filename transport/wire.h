@@ -108,6 +108,11 @@ int rdps_wire_check_hdr(const struct rdps_wire_hdr *h, char *why, size_t whylen)
 
 /* Validates the body of a pull/push request against the exposed regions:
  * table index, n, exact length. Returns 0 or -errno with a reason. */
+/* Checks a sample request's header against its length and the limits
+ * (RDPS_SAMPLE_MAX_FANOUT, RDPS_SAMPLE_MAX_EDGES); the tables and seeds are
+ * the server's to check. 0, or -EPROTO / -EINVAL with a reason in why. */
+int rdps_wire_check_sample(const void *payload, size_t len, char *why, size_t whylen);
+
 int rdps_wire_check_rows(int type, const void *payload, uint32_t len,
 			 const struct rdps_region *regions, uint32_t nregions,
 			 char *why, size_t whylen);

@@ -97,6 +97,10 @@ int rdps_client_table_info(const struct rdps_client *c, uint32_t id,
 uint32_t rdps_client_num_tables(const struct rdps_client *c);
 uint32_t rdps_client_num_servers(const struct rdps_client *c);
 
+/* The range book of table: server s holds rows [off[s], off[s+1]) (off
+ * holds num_servers + 1 entries). 0, or -ENOENT for an unknown table. */
+int rdps_client_table_offsets(const struct rdps_client *c, uint32_t table, uint64_t *off);
+
 /* Server index holding row id of table (range book lookup, O(log k)). */
 uint32_t rdps_client_locate(const struct rdps_client *c, uint32_t table, uint64_t id);
 

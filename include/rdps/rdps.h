@@ -42,5 +42,6 @@
 #include "rdps/trainer.h"
 #include "rdps/train.h"
 #include "rdps/saved.h"
+#include "rdps/graph.h"
 
 #endif /* RDPS_RDPS_H */

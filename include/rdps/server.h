@@ -34,6 +34,13 @@ struct rdps_server_table_config {
 	float lr;
 	uint32_t num_parts;       /* row parts (rdps_shard_params); 0: one */
 	struct rdps_row_part parts[RDPS_ROW_PARTS_MAX];
+	/* Tables of data (a graph's, rdps/graph.h): */
+	int dtype;                /* enum rdps_dtype; not float32: elems set, dim unused */
+	uint32_t elems;           /* elements per row (0: dim floats) */
+	const void *rows;         /* this server's rows (hi - lo, packed elems each) to
+				   * start from instead of init, or NULL */
+	bool read_only;           /* refuse pushes and sets; not checkpointed (the rows
+				   * come from their files at every start) */
 };
 
 struct rdps_server_config {

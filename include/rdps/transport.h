@@ -54,7 +54,9 @@ enum rdps_req_type {
 	RDPS_REQ_TABLE = 11,   /* a client creates, finds or drops a table, or sets
 				* its optimizer (struct rdps_table_req) */
 	RDPS_REQ_SET = 12,     /* rows written (not gradients): ids, then n * dim words */
-	RDPS_REQ_MAX = 13,
+	RDPS_REQ_SAMPLE = 13,  /* neighbours of seed nodes sampled by the server that
+				* holds them (struct rdps_sample_req) */
+	RDPS_REQ_MAX = 14,
 };
 
 /* Doubles in one allreduce vector. */
@@ -138,6 +140,36 @@ struct rdps_table_req {
 };
 _Static_assert(sizeof(struct rdps_table_req) == 96, "wire layout");
 
+/*
+ * A neighbour-sampling request (RDPS_REQ_SAMPLE's payload; also its wire
+ * form): the header, then n u64 seed node ids, each in the server's range
+ * of the indptr table. For each seed the server picks up to fanout of its
+ * in-edges uniformly without replacement (all of them if it has no more),
+ * as rdps_sample_choose() picks them from (seed, node), so a client that
+ * reads the same rows one-sidedly picks the same edges. The reply: u32
+ * count[n] (padded to 8 bytes), then per picked edge, seed after seed, in
+ * increasing edge id: u64 source node, u64 edge id, i64 edge type.
+ */
+struct rdps_sample_req {
+	uint32_t indptr_table;  /* int64 x 2 per node: its in-edges' ids [begin, end) */
+	uint32_t edges_table;   /* int64 x 4 per edge: src, dst, type, original id */
+	uint32_t fanout;        /* 1 .. RDPS_SAMPLE_MAX_FANOUT */
+	uint32_t n;             /* seeds after the header */
+	uint64_t seed;          /* of the random choices */
+};
+_Static_assert(sizeof(struct rdps_sample_req) == 24, "wire layout");
+
+#define RDPS_SAMPLE_MAX_FANOUT 1024u
+#define RDPS_SAMPLE_MAX_EDGES (1u << 20) /* n * fanout of one request, at most */
+#define RDPS_SAMPLE_EDGE_BYTES 24u      /* src, edge id, type */
+
+/* Bytes of a sample reply for n seeds and this fanout, at most. */
+static inline size_t rdps_sample_reply_bound(uint32_t n, uint32_t fanout)
+{
+	return (((size_t)n * 4 + 7) & ~(size_t)7) +
+	       (size_t)n * fanout * RDPS_SAMPLE_EDGE_BYTES;
+}
+
 /* Server counters, as returned by a stats request (also its wire form). */
 struct rdps_server_stats {
 	uint64_t requests[16];   /* served per enum rdps_req_type */
@@ -198,6 +230,7 @@ struct rdps_conn {
 	uint64_t session;              /* the server's token for this connection */
 	uint64_t rereads;              /* torn rows read again (validated mode) */
 	struct rdps_welcome_info welcome; /* the server's state, from the handshake */
+	size_t reply_len;              /* payload bytes of the last call's reply */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -335,12 +368,13 @@ struct rdps_transport_ops {
 		   uint32_t n);
 
 	/* Synchronous control request (FLUSH, BARRIER, STATS, SHUTDOWN,
-	 * ALLREDUCE, TABLE) with an optional request payload (ALLREDUCE's
-	 * vector, TABLE's struct rdps_table_req; TABLE's reply is a struct
-	 * rdps_table_desc);
+	 * ALLREDUCE, TABLE, SAMPLE) with an optional request payload
+	 * (ALLREDUCE's vector, TABLE's struct rdps_table_req; TABLE's reply is
+	 * a struct rdps_table_desc; SAMPLE's the header and its seeds);
 	 * reply (reply_len bytes) receives the reply's payload (STATS,
-	 * ALLREDUCE). timeout_ms overrides the connection's for this wait (0:
-	 * the connection's). */
+	 * ALLREDUCE: exactly reply_len bytes; SAMPLE: up to reply_len, as many
+	 * as c->reply_len says). timeout_ms overrides the connection's for
+	 * this wait (0: the connection's). */
 	int (*call)(struct rdps_conn *c, uint32_t type, const void *req,
 		    size_t req_len, void *reply, size_t reply_len, int timeout_ms);
 
