@@ -2,6 +2,10 @@
 # Installs every Debian 12 package rdps needs to build, test, benchmark and run
 # its soft-RoCE guest suite. Idempotent: installs only what is missing.
 # Run as root (or with sudo available).
+# The Python package (python/rdps) and its tests use Debian's python3 with
+# python3-numpy, python3-torch, python3-cffi and python3-pytest (no PyPI);
+# libopenblas0-pthread gives numpy and torch a fast BLAS (Debian's default,
+# the reference BLAS, makes the example's matrix products ~10x slower).
 set -eu
 
 PKGS="build-essential cmake ninja-build pkg-config git
@@ -15,7 +19,8 @@ qemu-system-x86 busybox-static linux-image-amd64
 openmpi-bin
 gnuplot-nox libzmq3-dev
 groff-base man-db
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev
+python3-numpy python3-torch python3-cffi python3-pytest libopenblas0-pthread"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: MIT
+"""DGL's distributed tensors and embeddings over rdps (dgl.distributed's
+names and semantics):
+
+    import rdps.distributed as dist
+    dist.initialize()          # $RDPS_IP_CONFIG (rdps launch --exec), else standalone
+    emb = dist.DistEmbedding(num_nodes, 64, name="node_emb",
+                             init_func=dist.uniform_init(0.1))
+    opt = dist.optim.SparseAdagrad([emb], lr=0.1)
+    train_ids = dist.node_split(train_mask)
+    for batch in ...:
+        loss = model(emb(batch)) ...
+        opt.zero_grad(); loss.backward(); opt.step()
+    dist.finalize()            # also at exit
+"""
+from . import optim
+from ._context import (allreduce, barrier, exit_client, finalize, get_num_servers,
+                       get_num_trainers, get_rank, get_transport, initialize, is_initialized,
+                       is_standalone)
+from .embedding import DistEmbedding
+from .graph import (Block, DistGraph, DistNodeDataLoader, GraphPartitionBook, NeighborSampler,
+                    sample_neighbors, to_block)
+from .collective import all_reduce, average_gradients
+from .optim import SparseAdagrad, SparseAdam
+from .split import edge_split, node_split
+from .tensor import DistTensor, uniform_init
+
+__all__ = ["initialize", "finalize", "exit_client", "is_initialized", "is_standalone",
+           "get_rank", "get_num_trainers", "get_num_servers", "get_transport", "barrier",
+           "allreduce", "DistTensor", "DistEmbedding", "uniform_init", "node_split",
+           "edge_split", "optim", "SparseAdagrad", "SparseAdam", "all_reduce", "average_gradients", "DistGraph",
+           "GraphPartitionBook", "sample_neighbors", "NeighborSampler", "Block", "to_block",
+           "DistNodeDataLoader"]

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: MIT
+"""Sparse optimizers of DistEmbeddings (dgl.distributed.optim): the servers
+keep the state and apply the updates; step() pushes the gradients."""
+import errno
+
+import torch
+
+from .._errors import RdpsError
+from .._ffi import OPT_ADAGRAD, OPT_ADAM, ffi, lib
+from . import _context
+from .embedding import DistEmbedding
+
+
+class SparseOptimizer:
+    """Base of the sparse optimizers: set on the servers at construction,
+    gradients pushed by step().
+
+    Every trainer constructs it with the same settings (the servers keep the
+    state when the settings are those a table has already; other settings
+    replace the optimizer and zero its state).
+
+    step() sums each embedding's recorded rows' gradients per id (the rows
+    an id had in every emb() call since the last step) and pushes one
+    gradient per id with rdps_client_push: the servers apply the optimizer
+    to those rows only. With flush=True (default) it then waits until the
+    servers applied them, so the next read sees them; flush=False lets the
+    pushes drain while the next step runs (rdps train's way; a read may then
+    miss them).
+    """
+
+    _kind = None
+
+    def __init__(self, params, lr, *, flush=True, **settings):
+        if isinstance(params, DistEmbedding):
+            params = [params]
+        params = list(params)
+        for emb in params:
+            if not isinstance(emb, DistEmbedding):
+                raise TypeError("%s: params must be DistEmbeddings, not %s" %
+                                (type(self).__name__, type(emb).__name__))
+        self._params = params
+        self._lr = float(lr)
+        self._flush = flush
+        self._settings = settings
+        ctx = _context._context()
+        spec = ffi.new("struct rdps_optimizer_spec *")
+        spec.optimizer = self._kind
+        spec.lr = self._lr
+        for k, v in settings.items():
+            setattr(spec, k, v)
+        for emb in params:
+            ctx.check(lib.rdps_client_table_set_optimizer(ctx.client, emb.weight.table_id, spec),
+                      "%s for '%s'" % (type(self).__name__, emb.name))
+            emb._optimizer = self
+
+    @property
+    def lr(self):
+        return self._lr
+
+    @property
+    def params(self):
+        return list(self._params)
+
+    def zero_grad(self):
+        """Clears the gradients of the rows recorded since the last step (as
+        torch's zero_grad, it may come before or after the forward pass; the
+        rows stay recorded for the next backward)."""
+        for emb in self._params:
+            for _, rows in emb.trace:
+                rows.grad = None
+
+    def step(self):
+        ctx = _context._context()
+        pushed = False
+        with torch.no_grad():
+            for emb in self._params:
+                trace = [(ids, rows.grad) for ids, rows in emb.trace if rows.grad is not None]
+                emb.reset_trace()
+                if not trace:
+                    continue
+                ids = torch.cat([i for i, _ in trace])
+                grads = torch.cat([g.reshape(-1, emb.embedding_dim) for _, g in trace])
+                uniq, inv = torch.unique(ids, return_inverse=True)
+                summed = torch.zeros((len(uniq), emb.embedding_dim), dtype=torch.float32)
+                summed.index_add_(0, inv, grads.to(torch.float32))
+                uniq = uniq.contiguous()
+                ctx.check(lib.rdps_client_push(ctx.client, emb.weight.table_id,
+                                               ffi.cast("const uint64_t *", uniq.data_ptr()),
+                                               ffi.cast("const float *", summed.data_ptr()),
+                                               len(uniq)),
+                          "%s: pushing the gradients of '%s'" % (type(self).__name__, emb.name))
+                pushed = True
+            if pushed and self._flush:
+                ctx.check(lib.rdps_client_flush(ctx.client), "%s: flush" % type(self).__name__)
+
+
+class SparseAdagrad(SparseOptimizer):
+    """Element-wise Adagrad (DGL's SparseAdagrad; torch.optim.Adagrad's
+    update): s += g*g; w -= lr * g / (sqrt(s) + eps), on the rows pushed."""
+
+    _kind = OPT_ADAGRAD
+
+    def __init__(self, params, lr, eps=1e-10, **kw):
+        if not eps > 0:
+            raise RdpsError(-errno.EINVAL, "SparseAdagrad: eps must be > 0")
+        super().__init__(params, lr, eps=float(eps), **kw)
+
+
+class SparseAdam(SparseOptimizer):
+    """Adam with a step count per row (DGL's SparseAdam; torch.optim.Adam's
+    update for a row, counting the steps that row was pushed):
+    m = b1 m + (1-b1) g; v = b2 v + (1-b2) g*g;
+    w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)."""
+
+    _kind = OPT_ADAM
+
+    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-8, **kw):
+        b1, b2 = betas
+        if not (0 < b1 < 1 and 0 < b2 < 1 and eps > 0):
+            raise RdpsError(-errno.EINVAL, "SparseAdam: betas must be in (0, 1) and eps > 0")
+        super().__init__(params, lr, eps=float(eps), beta1=float(b1), beta2=float(b2), **kw)

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: MIT
+"""Shared fixtures of the Python suites: a job over each transport.
+
+inproc: rdps.distributed.initialize() with no ip_config (standalone: two
+servers inside this process). tcp: two 'rdps server --transport tcp'
+processes started without tables (the CLI change of issue 18), this
+process their only trainer; finalize() (trainer 0) shuts them down.
+"""
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.normpath(os.path.join(HERE, "..", ".."))
+BUILD = os.environ.get("RDPS_BUILD_DIR") or os.path.join(SRC, "build")
+RDPS = os.environ.get("RDPS_BIN") or os.path.join(BUILD, "rdps")
+PYTHON = sys.executable
+
+if os.path.join(SRC, "python") not in sys.path:
+    sys.path.insert(0, os.path.join(SRC, "python"))
+
+
+def port_free(port):
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_base_port(n):
+    """A base port whose n ports from it are free on loopback now."""
+    for _ in range(200):
+        base = random.randrange(20000, 60000 - n)
+        if all(port_free(base + i) for i in range(n)):
+            return base
+    raise RuntimeError("no %d free consecutive ports" % n)
+
+
+def write_ip_config(tmpdir, num_servers):
+    path = os.path.join(str(tmpdir), "ip_config.txt")
+    with open(path, "w") as f:
+        f.write("127.0.0.1 %d %d\n" % (free_base_port(num_servers), num_servers))
+    return path
+
+
+def env_for_children():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(SRC, "python") + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return env
+
+
+class TcpServers:
+    """num_servers 'rdps server' processes with no table, on loopback."""
+
+    def __init__(self, tmpdir, num_servers=2, extra=()):
+        self.ip_config = write_ip_config(tmpdir, num_servers)
+        self.logs = []
+        self.procs = []
+        base = int(open(self.ip_config).read().split()[1])
+        for s in range(num_servers):
+            log = open(os.path.join(str(tmpdir), "server%d.log" % s), "w+")
+            self.logs.append(log)
+            self.procs.append(subprocess.Popen(
+                [RDPS, "server", "--ip_config", self.ip_config, "--server_id", str(s),
+                 "--transport", "tcp", *extra], stdout=log, stderr=subprocess.STDOUT))
+        for s in range(num_servers):
+            for _ in range(400):
+                if self.procs[s].poll() is not None:
+                    raise RuntimeError("rdps server %d exited: %s" % (s, self.log(s)))
+                try:
+                    socket.create_connection(("127.0.0.1", base + s), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+    def log(self, s):
+        self.logs[s].flush()
+        self.logs[s].seek(0)
+        return self.logs[s].read()
+
+    def wait(self, timeout=30):
+        """Exit statuses once every server exited (None for one still up
+        after timeout, which is then killed)."""
+        codes = []
+        for p in self.procs:
+            try:
+                codes.append(p.wait(timeout=timeout))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                codes.append(None)
+        return codes
+
+    def kill(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for log in self.logs:
+            log.close()
+
+
+@pytest.fixture(scope="module", params=["inproc", "tcp"])
+def job(request, tmp_path_factory):
+    """This process as the one trainer of a job of 2 servers over the
+    transport; yields the transport's name."""
+    import rdps.distributed as dist
+
+    servers = None
+    if request.param == "inproc":
+        dist.initialize(num_servers=2)
+    else:
+        servers = TcpServers(tmp_path_factory.mktemp("tcp"))
+        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
+    assert dist.get_transport() == request.param
+    assert dist.get_num_servers() == 2
+    try:
+        yield request.param
+    finally:
+        try:
+            if dist.is_initialized():
+                dist.finalize()
+            if servers:
+                codes = servers.wait()
+                assert codes == [0, 0], "servers did not exit on finalize's shutdown: %s" % codes
+        finally:
+            if servers:
+                servers.kill()
+
+
+@pytest.fixture(scope="session")
+def wordnet(tmp_path_factory):
+    """WordNet 3.0 as rdps dataset wordnet-nodes builds it, partitioned in 2."""
+    d = tmp_path_factory.mktemp("wordnet")
+    data, parts = str(d / "wn"), str(d / "parts")
+    subprocess.run([RDPS, "dataset", "wordnet-nodes", data], check=True, capture_output=True)
+    subprocess.run([RDPS, "partition", "--data", data, "-k", "2", "--out", parts,
+                    "--balance_train", "--balance_edges"], check=True, capture_output=True)
+    import numpy as np
+
+    ds = {n: np.load(os.path.join(data, n + ".npy")) for n in
+          ("edges", "etypes", "features", "labels", "train_mask", "val_mask", "test_mask")}
+    ds["idmap"] = np.load(os.path.join(parts, "idmap.npy"))
+    return data, parts, ds

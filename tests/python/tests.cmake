@@ -1,0 +1,39 @@
+# The Python package (python/rdps) under pytest, with Debian's python3 and
+# its python3-numpy, python3-torch, python3-cffi, python3-pytest
+# (deploy/install-deps.sh). Included from tests/CMakeLists.txt.
+#   python/api      the API over inproc and tcp, rdps launch --exec, the CLI
+#                   changes, the cffi declarations against the headers
+#   python/example  examples/transe_wordnet.py standalone and distributed
+#   python/gnn      examples/wordnet_gnn.py: GraphSAGE standalone and distributed,
+#                   against an MLP; RGCN
+#   python/install  the package as cmake --install puts it, on its library
+if(NOT DEFINED RDPS_PYTHON)
+  # Debian's interpreter: the one with python3-torch and friends (a python3
+  # earlier in PATH, e.g. pyenv's, has none of them).
+  if(EXISTS /usr/bin/python3)
+    set(RDPS_PYTHON /usr/bin/python3 CACHE FILEPATH "Python for the package's tests and site dir")
+  else()
+    find_program(RDPS_PYTHON python3)
+  endif()
+endif()
+set(RDPS_PYTHON_TEST_ENV
+  "RDPS_LIBRARY=${CMAKE_BINARY_DIR}/librdps.so.0"
+  "RDPS_BIN=${CMAKE_BINARY_DIR}/rdps"
+  "RDPS_BUILD_DIR=${CMAKE_BINARY_DIR}"
+  "PYTHONPATH=${CMAKE_SOURCE_DIR}/python"
+  "PYTHONDONTWRITEBYTECODE=1"
+  "OPENBLAS_NUM_THREADS=1")
+file(GLOB RDPS_PY_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_*.py)
+set(RDPS_PY_SUITE_example ${CMAKE_CURRENT_LIST_DIR}/test_example.py)
+set(RDPS_PY_SUITE_install ${CMAKE_CURRENT_LIST_DIR}/test_install.py)
+set(RDPS_PY_SUITE_gnn ${CMAKE_CURRENT_LIST_DIR}/test_gnn.py)
+set(RDPS_PY_SUITE_api ${RDPS_PY_TESTS})
+list(REMOVE_ITEM RDPS_PY_SUITE_api ${RDPS_PY_SUITE_example} ${RDPS_PY_SUITE_install}
+  ${RDPS_PY_SUITE_gnn})
+foreach(suite api example install gnn)
+  add_test(NAME python/${suite}
+    COMMAND ${RDPS_PYTHON} -m pytest -q -p no:cacheprovider -rs ${RDPS_PY_SUITE_${suite}})
+  set_tests_properties(python/${suite} PROPERTIES
+    ENVIRONMENT "${RDPS_PYTHON_TEST_ENV}" TIMEOUT 900
+    WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+endforeach()
