@@ -25,13 +25,16 @@ add_executable(softroce_guest_verbs ${RDPS_SOFTROCE_DIR}/guest_verbs.c)
 target_link_libraries(softroce_guest_verbs PRIVATE softroce_guest_common)
 add_dependencies(softroce_guest_verbs rdps integration_test_cluster integration_test_faults
   kvstore_test_server_threads integration_test_tables softroce_guest_scale
-  softroce_guest_sessions)
+  softroce_guest_sessions softroce_guest_graph graph_test_graph)
 # 64 clients over one receive queue, clients killed with pushes in flight.
 add_executable(softroce_guest_scale ${RDPS_SOFTROCE_DIR}/guest_scale.c)
 target_link_libraries(softroce_guest_scale PRIVATE softroce_guest_common)
 # Session tokens and the binding of queue pairs to control connections.
 add_executable(softroce_guest_sessions ${RDPS_SOFTROCE_DIR}/guest_sessions.c)
 target_link_libraries(softroce_guest_sessions PRIVATE softroce_guest_common)
+# One-sided neighbour sampling with the graph's servers stopped (issue 19).
+add_executable(softroce_guest_graph ${RDPS_SOFTROCE_DIR}/guest_graph.c)
+target_link_libraries(softroce_guest_graph PRIVATE softroce_guest_common)
 
 add_test(NAME softroce/verbs
   COMMAND bash ${RDPS_SOFTROCE_DIR}/verbs.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/softroce/verbs

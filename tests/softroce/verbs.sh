@@ -3,7 +3,9 @@
 #   verbs.sh BUILD_DIR OUT_DIR
 # 1. One guest: the verbs-only suite (guest_verbs.c), the integration
 #    suite and the load-and-faults test over verbs, servers and clients on
-#    the guest's rxe address.
+#    the guest's rxe address; the graph suite over verbs and one-sided
+#    sampling with the graph's servers stopped (guest_graph.c); the
+#    integration suites over ofi with libfabric's verbs;ofi_rxm.
 # 2. Two guests as two hosts: 2 servers in guest a, the integration suite's
 #    3 clients in guest b (RDPS_TEST_REMOTE_PORT), over verbs.
 set -euo pipefail
@@ -12,6 +14,19 @@ BUILD=$(cd "${1:?build dir}" && pwd)
 OUT=${2:?out dir}
 mkdir -p "$OUT"
 rc=0
+
+# The WordNet node graph in 2 parts for guest_graph.c, made here on the
+# host (seconds; minutes under TCG): the guest sees this directory.
+GRAPH=""
+mkdir -p "$OUT/graph"
+if "$BUILD/rdps" dataset wordnet-nodes "$OUT/graph/wn" --force >"$OUT/graph.log" 2>&1 &&
+   "$BUILD/rdps" partition --data "$OUT/graph/wn" -k 2 --out "$OUT/graph/parts" \
+	--balance_train --balance_edges --force >>"$OUT/graph.log" 2>&1; then
+	GRAPH=$OUT/graph/parts
+else
+	echo "verbs.sh: could not make the graph partition on the host (see $OUT/graph.log);" \
+		"guest_graph makes its own in the guest"
+fi
 
 cat >"$OUT/single.sh" <<SCRIPT
 #!/usr/bin/env bash
@@ -34,6 +49,13 @@ echo "== integration suite over verbs (one host)"
 RDPS_TEST_TRANSPORTS=verbs tests/integration_test_cluster --jobs 1 --verbose
 echo "== load and faults over verbs: 8 clients, a server killed and restarted from its checkpoint"
 RDPS_TEST_TRANSPORTS=verbs tests/integration_test_faults --jobs 1 --verbose
+echo "== graph suite over verbs: structure, sampling both ways, uniform picks, hostile requests"
+RDPS_TEST_TRANSPORTS=verbs tests/graph_test_graph --jobs 1 --verbose
+echo "== one-sided sampling: 2 graph servers stopped (SIGSTOP), READ sampling still works"
+RDPS_TEST_GRAPH_PARTS="$GRAPH" tests/softroce_guest_graph --jobs 1 --verbose
+echo "== ofi over verbs;ofi_rxm: tables made by clients, then the integration suite"
+FI_PROVIDER="verbs;ofi_rxm" RDPS_TEST_TRANSPORTS=ofi tests/integration_test_tables --jobs 1 --verbose
+FI_PROVIDER="verbs;ofi_rxm" RDPS_TEST_TRANSPORTS=ofi tests/integration_test_cluster --jobs 1 --verbose
 echo "== deterministic training: tcp and verbs give bit-identical embeddings"
 d=\$(mktemp -d)
 ./rdps dataset synth "\$d/kg" --entities 2000 --relations 16 --triples 20000 --communities 8 --seed 3 >/dev/null
@@ -53,7 +75,8 @@ cmp "\$d/out-tcp/kg_TransE_l2_relation.npy" "\$d/out-verbs/kg_TransE_l2_relation
 echo "deterministic: tcp and verbs embeddings are bit-identical (\$(stat -c %s "\$d/out-tcp/kg_TransE_l2_entity.npy") bytes)"
 SCRIPT
 bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 1000 || rc=1
-grep -hE "Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ|faults test|64 clients|10 kills|server threads|stripe waits|checkpoint of" "$OUT/single/a.log" || true
+grep -hE "^== |Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ|faults test|64 clients|10 kills|server threads|stripe waits|checkpoint of|graph sampling" "$OUT/single/a.log" || true
+grep -h -m1 "ofi provider verbs" "$OUT/single/a.log" || true
 
 # Must match the arguments test_cluster.c gives its own servers.
 PORT=$((30000 + RANDOM % 20000))
