@@ -41,6 +41,7 @@ int rdps_bench_load(int argc, char **argv);
 int rdps_bench_zmq(int argc, char **argv);
 int rdps_bench_rowcheck(int argc, char **argv);
 int rdps_bench_fma(int argc, char **argv);
+int rdps_bench_sample(int argc, char **argv);
 
 /* ---------------------------------------------------------------------- */
 /* Latency recorder                                                        */

@@ -922,6 +922,81 @@ if sc_part or sc_train:
                   "entities drawn per batch of queries (`--neg_sample_size_eval 1000 --no_eval_filter`), the same "
                   "way for the trained and the untrained model.\n")
 
+# Neighbour sampling (rdps bench sample, issue 19): RES/sample-tcp.jsonl.
+sample_tcp = load("sample-tcp")
+if sample_tcp:
+    s0 = sample_tcp[0]
+    md.append("\n## Neighbour sampling (`rdps bench sample`, issue 19)\n\n")
+    md.append("Sampled in-edges of batches of {seeds} random seed nodes (seeded; the same batches for every way and "
+              "limit) at each fanout, uniformly without replacement, on `rdps dataset wordnet-nodes` ({nodes:,} "
+              "nodes, {edges:,} edges) in {servers} METIS parts (`--balance_train --balance_edges`), one in-process "
+              "server per part ({threads} thread{s} each), one client, over {transport} on loopback. *rpc* "
+              "(`RDPS_SAMPLE_RPC`): one request to each server holding seeds, whose CPU picks; its limit "
+              "(`tcp_pingpong`) is a raw TCP ping-pong of the same request and reply bytes (16 + 24 + 8 k out, "
+              "16 + 4 k + 24 e back for a server's k seeds and e picked edges), server after server as the client "
+              "asks them. *read* (`RDPS_SAMPLE_READ`): the client pulls the seeds' rows of `graph:indptr`, picks, "
+              "then pulls the picked rows of `graph:edges` (RDMA READs over verbs and ofi; over tcp the server "
+              "serves the reads); its limit (`pull_indptr_edges`) is those two pull rounds without the sampling: "
+              "`rdps_client_get` of the seeds' indptr rows, then of as many random edge rows as the batch picks. "
+              "After a warm-up, {rounds} rounds of {batches} batches of a way then of its limit; each figure is the "
+              "median of the rounds (range: the rounds' lowest and highest), the limit's likewise, ratio = edges/s "
+              "/ limit edges/s. Seeds/s are the same rounds counted in seeds.\n\n".format(
+                  seeds=s0["seeds"], nodes=s0["nodes"], edges=s0["edges"], servers=s0["servers"],
+                  threads=s0["server_threads"], s="s" if s0["server_threads"] > 1 else "",
+                  transport=s0["transport"].upper() if s0["transport"] == "tcp" else s0["transport"],
+                  rounds=s0["rounds"], batches=s0["batches"]))
+    md.append(table(["transport", "way", "fanout", "seeds/batch", "edges/batch", "edges/s", "range", "seeds/s",
+                     "us/batch", "limit", "limit edges/s", "limit seeds/s", "limit us/batch", "ratio"],
+                    [[r["transport"], r["way"], r["fanout"], r["seeds"], num(r["edges_per_batch"], "{:.0f}"),
+                      num(r["edges_per_s"], "{:,.0f}"),
+                      "{}-{}".format(num(r.get("edges_per_s_min"), "{:,.0f}"), num(r.get("edges_per_s_max"), "{:,.0f}")),
+                      num(r["seeds_per_s"], "{:,.0f}"), num(r["batch_us"]), r["limit"],
+                      num(r.get("limit_edges_per_s"), "{:,.0f}"), num(r.get("limit_seeds_per_s"), "{:,.0f}"),
+                      num(r.get("limit_batch_us")), ratio(r.get("ratio"))] for r in pick(sample_tcp, "sample")]))
+    both = []
+    for f in sorted({r["fanout"] for r in pick(sample_tcp, "sample")}):
+        rpc, rd = one(sample_tcp, "sample", way="rpc", fanout=f), one(sample_tcp, "sample", way="read", fanout=f)
+        if rpc and rd and rpc.get("edges_per_s") and rd.get("edges_per_s"):
+            both.append("fanout {}: {}".format(f, ratio(rd["edges_per_s"] / rpc["edges_per_s"])))
+    if both:
+        md.append("\nRead way against the rpc way (edges/s, read / rpc): {}.\n".format("; ".join(both)))
+
+# GNN on WordNet (perf/gnn.sh, issue 19): RES/gnn/gnn.jsonl.
+gnn_rows = []
+_gp = os.path.join(RES, "gnn", "gnn.jsonl")
+if os.path.exists(_gp):
+    with open(_gp) as f:
+        gnn_rows = [json.loads(l) for l in f if l.strip()]
+if gnn_rows:
+    md.append("\n## Distributed GNN training on WordNet (`perf/gnn.sh`, issue 19)\n\n")
+    md.append("`examples/wordnet_gnn.py` on `rdps dataset wordnet-nodes` (117,659 synsets, 364,543 typed "
+              "pointers, 45 lexicographer classes, 80/10/10 split) in 2 METIS parts balanced on training "
+              "nodes and in-edges. Standalone: the parts served by in-process servers (inproc); distributed: "
+              "`rdps launch --exec`, 2 servers (`rdps server --graph`, one per part) + 2 trainers over TCP on "
+              "this machine, each trainer half the batch at half the lr (see the example). Test accuracy is the "
+              "mean of the last 3 epochs; sampled edges/s counts every layer's sampled in-edges of all "
+              "trainers over the epoch's training time (model and features included), the last epoch's.\n\n")
+    rows = []
+    for r in gnn_rows:
+        rows.append([r["model"], r["sample"] if r["model"] != "mlp" else "-", r["transport"], r["trainers"],
+                     r["epoch"] + 1, num(r.get("test_acc_last3"), "{:.4f}"), num(r.get("val_acc"), "{:.4f}"),
+                     num(r.get("wall_seconds"), "{:.0f}"), num(r.get("epoch_seconds"), "{:.1f}"),
+                     num(r.get("sampled_edges_per_s"), "{:,.0f}") if r["model"] != "mlp" else "-"])
+    md.append(table(["model", "sampling", "transport", "trainers", "epochs", "test acc", "val acc",
+                     "wall s", "s / epoch", "sampled edges/s"], rows))
+    sage = {(r["transport"], r["sample"]): r for r in gnn_rows if r["model"] == "sage"}
+    mlp = [r for r in gnn_rows if r["model"] == "mlp"]
+    if sage and mlp:
+        best_mlp = max(r["test_acc_last3"] for r in mlp)
+        alone = [r for (t, _), r in sage.items() if t == "inproc"]
+        dist_ = [r for (t, _), r in sage.items() if t != "inproc"]
+        if alone and dist_:
+            gap = max(abs(a["test_acc_last3"] - d["test_acc_last3"]) for a in alone for d in dist_)
+            md.append("\nGoals: GraphSAGE beats the MLP by {:.3f} at least (goal: a clear margin); distributed "
+                      "against standalone: {:.4f} at most apart (goal 0.01: {}).\n".format(
+                          min(r["test_acc_last3"] for r in sage.values()) - best_mlp, gap,
+                          "met" if gap <= 0.01 else "not met"))
+
 gpfile = os.path.join(PLOT, "plots.gp")
 with open(gpfile, "w") as f:
     f.write("\n".join(gp) + "\n")

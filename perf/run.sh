@@ -80,6 +80,7 @@ if ((QUICK)); then
 	FMA=(--seconds 0.05 --rounds 3)
 	TRAIN=(--hidden_dim 64 --kernel-dim 64 --max_step 100 --log_interval 20 --kernel-seconds 0.3)
 	CURVE=(--hidden_dim 32 --curve-steps 50,100 --log_interval 10)
+	SAMPLE=(--fanouts 10,25 --batch 1000 --rounds 3 --round-batches 5 --warmup 2)
 	GUEST_MODE=quick
 else
 	PULL=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 1 --tput-seconds 0.5
@@ -91,6 +92,7 @@ else
 	FMA=(--seconds 0.2 --rounds 5)
 	TRAIN=(--hidden_dim 400 --max_step 1500 --log_interval 100 --kernel-seconds 2)
 	CURVE=(--hidden_dim 200 --curve-steps 200,500,1000 --log_interval 50)
+	SAMPLE=(--fanouts 10,25 --batch 1000 --rounds 9 --round-batches 100 --warmup 20)
 	GUEST_MODE=full
 fi
 rm -f "$RAW/failed.txt"
@@ -113,6 +115,20 @@ WN=(--data "$DATA/wn18" --workdir "$DATA/train" --model_name TransE_l2 --gamma 6
 bench train train "${WN[@]}" --neg_sample_size 200 --kernel-neg 200 --kernel-batch 1024 \
 	--trainer_threads 1 --num_thread 2 --phases kernel,standalone,distributed "${TRAIN[@]}"
 bench curve train "${WN[@]}" --neg_sample_size 256 --num_thread 2 --phases curve "${CURVE[@]}"
+
+# Issue 19: neighbour sampling of WordNet's node graph (rdps dataset
+# wordnet-nodes) in 2 parts, one server per part, by RPC and by reads, at
+# fanouts 10 and 25, batches of 1000 random seeds.
+step "WordNet node graph, 2 parts"
+if [[ ! -f $DATA/wn-nodes-parts/partition.json ]] &&
+	! { "$RDPS" dataset wordnet-nodes "$DATA/wn-nodes" --force &&
+	    "$RDPS" partition --data "$DATA/wn-nodes" -k 2 --out "$DATA/wn-nodes-parts" \
+		--balance_train --balance_edges --force; } >"$RAW/sample-graph.txt" 2>&1; then
+	echo "perf/run.sh: building the WordNet node graph failed; see $RAW/sample-graph.txt" >&2
+	echo "sample-tcp (graph)" >>"$RAW/failed.txt"
+else
+	bench sample-tcp sample --transport tcp --host 127.0.0.1 --graph "$DATA/wn-nodes-parts" "${SAMPLE[@]}"
+fi
 
 if ((GUEST)); then
 	step "soft-RoCE guest: verbs pulls and pushes, perftest limits on the same rxe device"

@@ -17,6 +17,7 @@ static const struct rdps_command kinds[] = {
 	{ "zmq", rdps_bench_zmq, "ZeroMQ REQ/REP baseline vs rdps TCP pulls" },
 	{ "rowcheck", rdps_bench_rowcheck, "row validation cost: checksum vs seqlock vs FaRM vs none" },
 	{ "fma", rdps_bench_fma, "peak FMA GFLOP/s of one thread: the model kernels' limit" },
+	{ "sample", rdps_bench_sample, "neighbour sampling edges/s, by RPC and by reads, vs the same path" },
 };
 
 static void usage(FILE *f)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "rdps_test.h"
 
@@ -289,10 +290,31 @@ Test(bench, rowcheck)
 	cr_expect_eq(check_lines("rowcheck", keys), 24);
 }
 
+Test(bench, sample)
+{
+	static const char *const keys[] = { "transport", "way", "+fanout", "+servers", "+seeds",
+					    "+edges_per_batch", "+edges_per_s", "+seeds_per_s",
+					    "+batch_us", "limit", "+limit_edges_per_s",
+					    "+limit_seeds_per_s", "+limit_batch_us", "+ratio", NULL };
+	char args[512];
+	int rc;
+
+	if (access("/usr/share/wordnet/data.noun", R_OK))
+		cr_skip_test("wordnet-base is not installed (/usr/share/wordnet/data.noun)");
+	/* WordNet's node graph built in the workdir (a few seconds), 2 parts. */
+	snprintf(args, sizeof(args), "sample --port %d --workdir '%s/sample' --fanouts 2,5 "
+		 "--batch 100 --round-batches 3 --rounds 2 --warmup 1", rdps_test_free_ports(2), dir);
+	rc = run_bench(args);
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("sample", keys), 4); /* rpc, read x 2 fanouts */
+}
+
 Test(bench, help_of_every_kind)
 {
 	static const char *const kinds[] = { "pull", "push", "train", "load", "zmq", "rowcheck",
-					     "fma" };
+					     "fma", "sample" };
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		char args[64];
