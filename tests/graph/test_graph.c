@@ -43,7 +43,7 @@
 #include "rdps/graph.h"
 #include "rdps/partition.h"
 #include "rdps_test.h"
-#include "tests/integration/ofi_env.h"
+#include "tests/integration/transport_params.h"
 
 #define SERVERS 2
 #define N 240
@@ -242,28 +242,6 @@ static void job_stop(struct job *j)
 
 /* ---------------------------------------------------------------------- */
 
-struct transport_param {
-	char name[16];
-};
-
-static void free_params(struct criterion_test_params *crp)
-{
-	cr_free(crp->params);
-}
-
-static struct criterion_test_params transports(void)
-{
-	const char *env = getenv("RDPS_TEST_TRANSPORTS");
-	char buf[128], *save = NULL, *tok;
-	struct transport_param *params = cr_malloc(8 * sizeof(*params));
-	size_t n = 0;
-
-	snprintf(buf, sizeof(buf), "%s",
-		 env && *env ? env : rdps_test_ofi_available() ? "tcp,inproc,ofi" : "tcp,inproc");
-	for (tok = strtok_r(buf, ",", &save); tok && n < 8; tok = strtok_r(NULL, ",", &save))
-		snprintf(params[n++].name, sizeof(params[0].name), "%s", tok);
-	return cr_make_param_array(struct transport_param, params, n, free_params);
-}
 
 TestSuite(graph, .init = setup, .fini = teardown, .timeout = 600);
 
@@ -295,7 +273,7 @@ static int64_t *all_edge_rows(struct rdps_client *c)
 
 ParameterizedTestParameters(graph, structure_and_data_match_the_dataset)
 {
-	return transports();
+	return rdps_test_transport_params();
 }
 
 ParameterizedTest(struct transport_param *tp, graph, structure_and_data_match_the_dataset)
@@ -377,7 +355,7 @@ ParameterizedTest(struct transport_param *tp, graph, structure_and_data_match_th
 
 ParameterizedTestParameters(graph, sampled_edges_exist_once_fanout_respected_same_both_ways)
 {
-	return transports();
+	return rdps_test_transport_params();
 }
 
 ParameterizedTest(struct transport_param *tp, graph,
@@ -503,7 +481,7 @@ static double chi2_two(const uint64_t *a, const uint64_t *b)
 
 ParameterizedTestParameters(graph, picks_are_uniform_subsets_alike_both_ways)
 {
-	return transports();
+	return rdps_test_transport_params();
 }
 
 ParameterizedTest(struct transport_param *tp, graph, picks_are_uniform_subsets_alike_both_ways)
@@ -597,7 +575,7 @@ ParameterizedTest(struct transport_param *tp, graph, picks_are_uniform_subsets_a
 
 ParameterizedTestParameters(graph, bad_calls_and_hostile_requests_are_refused)
 {
-	return transports();
+	return rdps_test_transport_params();
 }
 
 ParameterizedTest(struct transport_param *tp, graph, bad_calls_and_hostile_requests_are_refused)

@@ -27,7 +27,7 @@
 
 #include "rdps/client.h"
 #include "rdps/server.h"
-#include "ofi_env.h"
+#include "transport_params.h"
 #include "rdps_test.h"
 
 #define SERVERS 2
@@ -97,47 +97,25 @@ static void job_stop(struct job *j)
 
 /* ---------------------------------------------------------------------- */
 
-struct transport_param {
-	char name[16];
-};
-
-static void free_params(struct criterion_test_params *crp)
-{
-	cr_free(crp->params);
-}
-
-static struct criterion_test_params transports(void)
-{
-	const char *env = getenv("RDPS_TEST_TRANSPORTS");
-	char buf[128], *save = NULL, *tok;
-	struct transport_param *params = cr_malloc(8 * sizeof(*params));
-	size_t n = 0;
-
-	snprintf(buf, sizeof(buf), "%s",
-		 env && *env ? env : rdps_test_ofi_available() ? "tcp,inproc,ofi" : "tcp,inproc");
-	for (tok = strtok_r(buf, ",", &save); tok && n < 8; tok = strtok_r(NULL, ",", &save))
-		snprintf(params[n++].name, sizeof(params[0].name), "%s", tok);
-	return cr_make_param_array(struct transport_param, params, n, free_params);
-}
 
 ParameterizedTestParameters(tables, made_by_clients)
 {
-	return transports();
+	return rdps_test_transport_params();
 }
 
 ParameterizedTestParameters(tables, rows_of_every_dtype)
 {
-	return transports();
+	return rdps_test_transport_params();
 }
 
 ParameterizedTestParameters(tables, optimizers_on_pushed_rows)
 {
-	return transports();
+	return rdps_test_transport_params();
 }
 
 ParameterizedTestParameters(tables, errors_and_drop)
 {
-	return transports();
+	return rdps_test_transport_params();
 }
 
 /* ---------------------------------------------------------------------- */
