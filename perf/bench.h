@@ -290,6 +290,42 @@ int bench_perftest_setup(struct bench_perftest_opts *po, const char *host, const
 int bench_rdma_device(const char *host, char *dev, size_t devlen, int *gid_index, char *err,
 		      size_t errlen);
 
+/* fi_pingpong (libfabric-bin): the ofi transport's limit. A ping-pong of
+ * FI_EP_RDM messages of one size on one provider, server and client
+ * processes; it reports the mean time per message one way (usec/xfer, half
+ * a round trip) and the bytes it moved per second (one message in flight).
+ * Debian has no fabtests (fi_rma_bw, fi_msg_bw): fi_pingpong is all there
+ * is of libfabric's own tools. */
+struct bench_fipp_opts {
+	const char *prov;  /* -p */
+	const char *host;  /* the server's address, for the client */
+	uint16_t port;     /* -B / -P control port, changed per run by the caller */
+	unsigned iters;    /* -I (0: 1000) */
+	int timeout_s;     /* per process (0: 120) */
+};
+
+struct bench_fipp {
+	uint32_t bytes;    /* -S */
+	unsigned iters;
+	double oneway_us;  /* usec/xfer: a round trip's mean / 2 */
+	double rtt_us;     /* 2 x oneway_us */
+	double bw_bytes_s; /* bytes / oneway_us: a message each way in turn */
+	double mb_s;       /* its own MB/sec column, as printed */
+};
+
+/* The provider the ofi transport takes, by name for fi_pingpong -p:
+ * RDPS_OFI_PROVIDER (--ofi-provider), else FI_PROVIDER, else "efa". */
+const char *bench_ofi_provider(void);
+
+/* Runs fi_pingpong server and client for message size bytes and parses the
+ * client's result row. 0 or -errno with the tool's output tail in err. */
+int bench_fi_pingpong(const struct bench_fipp_opts *o, uint32_t bytes, struct bench_fipp *out,
+		      char *err, size_t errlen);
+
+/* Its JSON line (bench "fi_pingpong"): provider, what it was for, the size
+ * and the figures. */
+void bench_fipp_emit(const struct bench_fipp *f, const char *prov, const char *what);
+
 /* ---------------------------------------------------------------------- */
 /* The core's own limit: peak FMA rate of one thread                       */
 

@@ -12,7 +12,13 @@
  *          pull READs (one row's stride; n rows' strides for clustered ids,
  *          which rdps coalesces), and for random ids, which are n separate
  *          READs, ib_read_lat of one row plus (n-1) / ib_read_bw's message
- *          rate at the row size.
+ *          rate at the row size;
+ *   ofi    fi_pingpong (libfabric-bin) on the same provider: one way of a
+ *          message of the request's size (the ids message of a two-sided
+ *          pull) plus one way of a message of the bytes the pull reads (n
+ *          row strides), each half the mean round trip of a ping-pong of
+ *          that size; libfabric's tools give means only, so the ratio is
+ *          the mean over it (ratio_p50: the p50 over it).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -54,6 +60,7 @@ struct pull_opts {
 	int gid_index;
 	uint64_t perftest_iters;
 	uint64_t limit_rounds;
+	const char *ofi_provider;
 };
 
 static void usage(FILE *f)
@@ -69,12 +76,18 @@ static void usage(FILE *f)
 "Limits: tcp - a raw TCP ping-pong (TCP_NODELAY) of the same request and reply\n"
 "sizes to --host, one server thread per connection; throughput: as many\n"
 "connections as clients, all at once; verbs - ib_read_lat / ib_read_bw (perftest)\n"
-"on the RDMA device that serves --host, for the bytes a pull reads.\n"
+"on the RDMA device that serves --host, for the bytes a pull reads; ofi -\n"
+"fi_pingpong (libfabric-bin) on the same provider: one way of the request's\n"
+"size plus one way of the bytes a pull reads (its mean: the ratio is the mean's);\n"
+"throughput: n rows per that round trip, one client only.\n"
 "\n"
 "Output: one JSON object per measurement on stdout (bench \"pull\": latency,\n"
 "\"pull_tput\": throughput), a human table on stderr.\n"
 "\n"
-"  --transport tcp|verbs      (default tcp)\n"
+"  --transport tcp|verbs|ofi  (default tcp)\n"
+"  --ofi-provider NAME        the libfabric provider of --transport ofi (default:\n"
+"                             efa, or FI_PROVIDER's; e.g. 'tcp;ofi_rxm'), also\n"
+"                             fi_pingpong's -p\n"
 "  --host ADDR                server address (default 127.0.0.1; in the soft-RoCE\n"
 "                             guest the rxe address, 10.99.0.1)\n"
 "  --port N                   base port (default: derived from the pid)\n"
@@ -97,11 +110,13 @@ static void usage(FILE *f)
 "  --cdf FILE                 append latency CDFs (label quantile us) for plots\n"
 "  --ib-dev NAME, --gid-index N   perftest's -d / -x (default: the device and\n"
 "                             RoCE v2 GID of --host)\n"
-"  --perftest-iters N         most perftest iterations per size (default 1000)\n"
+"  --perftest-iters N, --limit-iters N   most perftest or fi_pingpong iterations\n"
+"                             per size (default 1000)\n"
 "  --limit-rounds N           single-row latency: N rounds of an rdps sample\n"
 "                             then the limit's (TCP: ping-pong samples, pooled\n"
-"                             as rdps's; verbs: an ib_read_lat run, median of\n"
-"                             the rounds), default 3: this machine's speed\n"
+"                             as rdps's; verbs: an ib_read_lat run, ofi: a\n"
+"                             fi_pingpong run, median of the rounds), default\n"
+"                             3: this machine's speed\n"
 "                             drifts within seconds, a TCG guest's more\n"
 "  -h, --help                 this text\n");
 }
@@ -121,6 +136,8 @@ struct limit_cache {
 	char dev[64];
 	uint16_t next_port;
 	bool failed; /* perftest unusable: stop trying */
+	bool ofi;                   /* fi_pingpong instead of perftest */
+	struct bench_fipp_opts fo;
 };
 
 /* perftest's figures for one size, measured on first use; fresh: measure
@@ -147,6 +164,30 @@ static int perftest_cached(struct limit_cache *lc, const struct pull_opts *o, bo
 	}
 	if (lc->failed)
 		return -EIO;
+	if (lc->ofi) {
+		struct bench_fipp f;
+
+		/* At least 20 round trips, at most 64 MiB each way. */
+		lc->fo.iters = (unsigned)(((64ull << 20) / bytes) < o->perftest_iters ?
+					  (64ull << 20) / bytes : o->perftest_iters);
+		if (lc->fo.iters < 20)
+			lc->fo.iters = 20;
+		lc->fo.port = lc->next_port++;
+		ret = bench_fi_pingpong(&lc->fo, bytes, &f, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rdps bench pull: limit not measured: %s\n", err);
+			lc->failed = true;
+			return ret;
+		}
+		bench_fipp_emit(&f, lc->fo.prov, "pull");
+		/* One measurement serves both: a mean one way, and its rate. */
+		lc->lat[i] = lc->bw[i] = (struct bench_perftest){
+			.typical_us = f.oneway_us, .avg_us = f.oneway_us, .p99_us = NAN,
+			.p999_us = NAN, .bw_bytes_s = f.bw_bytes_s, .msg_rate = 1e6 / f.oneway_us };
+		lc->have_lat[i] = lc->have_bw[i] = true;
+		*out = lat ? &lc->lat[i] : &lc->bw[i];
+		return 0;
+	}
 	/* Large messages: fewer iterations (rxe under TCG moves ~100s MB/s). */
 	lc->po.iters = (unsigned)(((256ull << 20) / bytes) < o->perftest_iters ?
 				  (256ull << 20) / bytes : o->perftest_iters);
@@ -169,7 +210,16 @@ static int perftest_cached(struct limit_cache *lc, const struct pull_opts *o, bo
 	return 0;
 }
 
-/* Verbs limit of one pull of n rows (us): p50, p99, p99.9. */
+/* The ids message a two-sided ofi pull of n rows sends (struct
+ * ofi_msg_hdr, struct rdps_wire_rows, the ids). */
+static uint32_t ofi_req_bytes(uint32_t n)
+{
+	return 40 + 8 + 8 * n;
+}
+
+/* Verbs limit of one pull of n rows (us): p50, p99, p99.9; ofi: the mean
+ * round trip (fi_pingpong's one way at the request's size plus one way at
+ * the bytes read, measured again for a single row), then NaN, NaN. */
 static int verbs_limit(struct limit_cache *lc, const struct pull_opts *o, uint32_t n,
 		       uint32_t dim, bool clustered, double lim[3], const char **kind)
 {
@@ -177,6 +227,20 @@ static int verbs_limit(struct limit_cache *lc, const struct pull_opts *o, uint32
 	const struct bench_perftest *l, *bw;
 	double extra = 0;
 	int ret;
+
+	if (lc->ofi) {
+		const struct bench_perftest *rq, *rp;
+
+		*kind = "fi_pingpong";
+		ret = perftest_cached(lc, o, true, ofi_req_bytes(n), false, &rq);
+		if (!ret)
+			ret = perftest_cached(lc, o, true, n * stride, n == 1, &rp);
+		if (ret)
+			return ret;
+		lim[0] = rq->avg_us + rp->avg_us;
+		lim[1] = lim[2] = NAN;
+		return 0;
+	}
 
 	if (clustered || n == 1) {
 		*kind = "ib_read_lat";
@@ -324,7 +388,7 @@ static int parse_opts(int argc, char **argv, struct pull_opts *o)
 {
 	enum { O_TRANSPORT = 256, O_HOST, O_PORT, O_SERVERS, O_ROWS, O_DIMS, O_BATCHES, O_IDS,
 	       O_CONS, O_ITERS, O_SECONDS, O_WARMUP, O_CLIENTS, O_TSECONDS, O_NOTPUT,
-	       O_NOLIMIT, O_CDF, O_IBDEV, O_GID, O_PTITERS, O_LROUNDS, O_THREADS };
+	       O_NOLIMIT, O_CDF, O_IBDEV, O_GID, O_PTITERS, O_LROUNDS, O_THREADS, O_OFIPROV };
 	static const struct option opts[] = {
 		{ "transport", required_argument, NULL, O_TRANSPORT },
 		{ "host", required_argument, NULL, O_HOST },
@@ -347,6 +411,8 @@ static int parse_opts(int argc, char **argv, struct pull_opts *o)
 		{ "ib-dev", required_argument, NULL, O_IBDEV },
 		{ "gid-index", required_argument, NULL, O_GID },
 		{ "perftest-iters", required_argument, NULL, O_PTITERS },
+		{ "limit-iters", required_argument, NULL, O_PTITERS },
+		{ "ofi-provider", required_argument, NULL, O_OFIPROV },
 		{ "limit-rounds", required_argument, NULL, O_LROUNDS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -368,9 +434,14 @@ static int parse_opts(int argc, char **argv, struct pull_opts *o)
 	while ((opt = getopt_long(argc, argv, "h", opts, &li)) != -1) {
 		switch (opt) {
 		case O_TRANSPORT:
-			if (strcmp(optarg, "tcp") && strcmp(optarg, "verbs"))
+			if (strcmp(optarg, "tcp") && strcmp(optarg, "verbs") && strcmp(optarg, "ofi"))
 				goto bad;
 			o->transport = optarg;
+			break;
+		case O_OFIPROV:
+			if (!*optarg)
+				goto bad;
+			o->ofi_provider = optarg;
 			break;
 		case O_HOST: o->host = optarg; break;
 		case O_PORT:
@@ -477,6 +548,9 @@ static int parse_opts(int argc, char **argv, struct pull_opts *o)
 		fprintf(stderr, "rdps bench pull: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	/* The ofi backend reads it, before libfabric's first call. */
+	if (o->ofi_provider)
+		setenv("RDPS_OFI_PROVIDER", o->ofi_provider, 1);
 	return -1; /* go on */
 bad:
 	fprintf(stderr, "rdps bench pull: bad value '%s' for --%s (see --help)\n", optarg,
@@ -505,7 +579,7 @@ int rdps_bench_pull(int argc, char **argv)
 	void *ppbuf[MAX_CLIENTS] = { NULL };
 	int ppfd[MAX_CLIENTS];
 	FILE *cdf = NULL;
-	bool verbs;
+	bool verbs, ofi;
 	char err[2048], label[128];
 	int ret, rc = 1;
 
@@ -513,6 +587,7 @@ int rdps_bench_pull(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	verbs = !strcmp(o.transport, "verbs");
+	ofi = !strcmp(o.transport, "ofi");
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		ppfd[i] = -1;
 	for (int i = 0; i < o.nbatches; i++)
@@ -565,7 +640,7 @@ int rdps_bench_pull(int argc, char **argv)
 		fprintf(stderr, "rdps bench pull: cannot open %s: %s\n", o.cdf_path, strerror(errno));
 		goto out;
 	}
-	if (o.limits && !verbs) {
+	if (o.limits && !verbs && !ofi) {
 		ret = bench_pingpong_start(o.host, &pp, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "rdps bench pull: %s\n", err);
@@ -595,13 +670,26 @@ int rdps_bench_pull(int argc, char **argv)
 		fprintf(stderr, "rdps bench pull: limits from perftest on %s (gid index %d)\n",
 			lc->po.dev, lc->po.gid_index);
 	}
+	if (o.limits && ofi) {
+		lc = calloc(1, sizeof(*lc));
+		if (!lc)
+			goto oom;
+		lc->ofi = true;
+		lc->fo = (struct bench_fipp_opts){ .prov = bench_ofi_provider(), .host = o.host,
+						   .timeout_s = 120 };
+		lc->next_port = (uint16_t)(co.port + 100);
+		fprintf(stderr, "rdps bench pull: limits from fi_pingpong -p '%s' -e rdm\n",
+			lc->fo.prov);
+	}
 
 	if (bench_cluster_threads(cl) < o.servers * o.server_threads)
 		fprintf(stderr, "rdps bench pull: %u server thread(s) asked, %u seen (the %s transport "
 			"grants fewer)\n", o.servers * o.server_threads, bench_cluster_threads(cl),
 			o.transport);
-	bench_table_title("pull latency, %s, %u server(s) of %u thread(s), table rows %llu (us; ratio = p50 / limit p50)",
-			  o.transport, o.servers, o.server_threads, (unsigned long long)o.table_rows);
+	bench_table_title("pull latency, %s, %u server(s) of %u thread(s), table rows %llu (us; ratio = %s)",
+			  o.transport, o.servers, o.server_threads, (unsigned long long)o.table_rows,
+			  ofi ? "mean / fi_pingpong's mean round trip, shown as its p50" :
+				"p50 / limit p50");
 	bench_table_row("%-9s %-9s %5s %4s %-9s %7s %9s %9s %9s | %-10s %9s %9s %9s | %6s",
 			"transport", "reads", "rows", "dim", "ids", "samples", "p50", "p99", "p99.9",
 			"limit", "p50", "p99", "p99.9", "ratio");
@@ -612,7 +700,8 @@ int rdps_bench_pull(int argc, char **argv)
 					uint32_t n = (uint32_t)o.batches[b], dim = (uint32_t)o.dims[d];
 					bool clustered = k == 1;
 					double lim[3] = { NAN, NAN, NAN };
-					const char *kind = verbs ? "ib_read_lat" : "tcp_pingpong";
+					const char *kind = verbs ? "ib_read_lat" : ofi ? "fi_pingpong" :
+							   "tcp_pingpong";
 					struct bench_pct pc;
 					struct bench_json j;
 
@@ -648,8 +737,8 @@ int rdps_bench_pull(int argc, char **argv)
 							}
 						} else if (lc && n == 1 &&
 							   !verbs_limit(lc, &o, n, dim, clustered, l3, &kind) &&
-							   isfinite(l3[0]) && isfinite(l3[1]) &&
-							   isfinite(l3[2])) {
+							   isfinite(l3[0]) &&
+							   (ofi || (isfinite(l3[1]) && isfinite(l3[2])))) {
 							/* (a perftest run that printed no figure
 							 * is left out of the median) */
 							for (int q = 0; q < 3; q++)
@@ -657,7 +746,8 @@ int rdps_bench_pull(int argc, char **argv)
 							got++;
 						}
 					}
-					for (int q = 0; got && q < 3; q++)
+					/* (fi_pingpong: a mean only, no tail) */
+					for (int q = 0; got && q < (ofi ? 1 : 3); q++)
 						lim[q] = bench_median(rl[q], got); /* sorts rl[q] */
 					bench_lat_summary(&lat, &pc);
 					snprintf(label, sizeof(label), "rdps-%s-%s-n%u-d%u-%s", o.transport,
@@ -678,6 +768,8 @@ int rdps_bench_pull(int argc, char **argv)
 					}
 					bench_json_begin(&j, "pull");
 					bench_json_str(&j, "transport", o.transport);
+					if (ofi)
+						bench_json_str(&j, "provider", bench_ofi_provider());
 					bench_json_str(&j, "read_consistency", mode_name(o.modes[m]));
 					bench_json_int(&j, "servers", o.servers);
 					bench_json_int(&j, "server_threads", o.server_threads);
@@ -700,20 +792,30 @@ int rdps_bench_pull(int argc, char **argv)
 					bench_json_num(&j, "limit_p50_us", lim[0]);
 					bench_json_num(&j, "limit_p99_us", lim[1]);
 					bench_json_num(&j, "limit_p999_us", lim[2]);
-					bench_json_num(&j, "ratio", bench_ratio(pc.p50_us, lim[0]));
+					if (ofi) {
+						/* fi_pingpong's figure is a mean round trip. */
+						bench_json_str(&j, "limit_stat", "mean");
+						bench_json_int(&j, "limit_req_bytes", ofi_req_bytes(n));
+						bench_json_int(&j, "limit_reply_bytes",
+							       n * (uint32_t)rdps_row_stride(dim));
+						bench_json_num(&j, "ratio", bench_ratio(pc.mean_us, lim[0]));
+						bench_json_num(&j, "ratio_p50", bench_ratio(pc.p50_us, lim[0]));
+					} else {
+						bench_json_num(&j, "ratio", bench_ratio(pc.p50_us, lim[0]));
+					}
 					bench_json_num(&j, "ratio_p99", bench_ratio(pc.p99_us, lim[1]));
 					bench_json_end(&j);
 					bench_table_row("%-9s %-9s %5u %4u %-9s %7zu %9.1f %9.1f %9.1f | %-10.10s %9.1f %9.1f %9.1f | %6.2f",
 							o.transport, mode_name(o.modes[m]), n, dim,
 							clustered ? "clustered" : "random", pc.n, pc.p50_us,
 							pc.p99_us, pc.p999_us, kind, lim[0], lim[1], lim[2],
-							bench_ratio(pc.p50_us, lim[0]));
+							bench_ratio(ofi ? pc.mean_us : pc.p50_us, lim[0]));
 				}
 
 	if (o.tput) {
-		bench_table_title("pull throughput, %s, random ids (payload GB/s; ratio = rows/s / limit; "
-				  "tcp limit: as many ping-pong connections as clients, at once)",
-				  o.transport);
+		bench_table_title("pull throughput, %s, random ids (payload GB/s; ratio = rows/s / limit; %s)",
+				  o.transport, ofi ? "ofi limit: n rows per fi_pingpong round trip, one "
+				  "client only" : "tcp limit: as many ping-pong connections as clients, at once");
 		bench_table_row("%-9s %-9s %5s %4s %7s %12s %8s | %12s %8s | %6s", "transport", "reads",
 				"rows", "dim", "clients", "rows/s", "GB/s", "limit rows/s", "GB/s",
 				"ratio");
@@ -724,7 +826,8 @@ int rdps_bench_pull(int argc, char **argv)
 						uint32_t k = ki ? (uint32_t)o.client_counts[ki - 1] : 1;
 						uint32_t n = (uint32_t)o.batches[b], dim = (uint32_t)o.dims[d];
 						double rate, lrate = NAN, lim[3];
-						const char *kind = verbs ? "lat_limit_or_ib_read_bw" : "tcp_pingpong";
+						const char *kind = verbs ? "lat_limit_or_ib_read_bw" :
+								   ofi ? "fi_pingpong" : "tcp_pingpong";
 						struct bench_json j;
 
 						if (ki && k == 1)
@@ -754,6 +857,14 @@ int rdps_bench_pull(int argc, char **argv)
 									rdps_strerror((int)lrate));
 								goto out;
 							}
+						} else if (lc && ofi) {
+							/* One client: n rows per round trip. More:
+							 * not measured (fi_pingpong runs one pair). */
+							if (k == 1 &&
+							    !verbs_limit(lc, &o, n, dim, false, lim, &kind))
+								lrate = n / (lim[0] / 1e6);
+							else if (k > 1)
+								kind = "fi_pingpong_1_client_only";
 						} else if (lc && !verbs_limit(lc, &o, n, dim, false, lim, &kind)) {
 							const struct bench_perftest *bw;
 
@@ -768,6 +879,8 @@ int rdps_bench_pull(int argc, char **argv)
 						}
 						bench_json_begin(&j, "pull_tput");
 						bench_json_str(&j, "transport", o.transport);
+						if (ofi)
+							bench_json_str(&j, "provider", bench_ofi_provider());
 						bench_json_str(&j, "read_consistency", mode_name(o.modes[m]));
 						bench_json_int(&j, "servers", o.servers);
 						bench_json_int(&j, "server_threads", o.server_threads);

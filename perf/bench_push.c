@@ -7,7 +7,11 @@
  *          same time, then one round trip (as the flush);
  *   verbs  perftest ib_send_bw on the same RDMA device, one queue pair per
  *          client, at the size of the SENDs that carry the push (the push's
- *          bytes, at most the backend's push message size, as it reports it).
+ *          bytes, at most the backend's push message size, as it reports it);
+ *   ofi    fi_pingpong (libfabric-bin) on the same provider at the size of the
+ *          messages that carry the push (as verbs): the bytes it moves per
+ *          second with one message each way in turn (Debian ships no
+ *          fabtests: no fi_msg_bw or fi_rma_bw to stream with).
  *
  * For each number of server threads (--num_server_threads), one in-process
  * cluster holds one table per optimizer. For each optimizer and batch size,
@@ -45,6 +49,8 @@ struct push_opts {
 	bool limits;
 	const char *ib_dev;
 	int gid_index; /* -2: from --host */
+	const char *ofi_provider;
+	uint64_t limit_iters; /* fi_pingpong -I */
 };
 
 static void usage(FILE *f)
@@ -61,10 +67,16 @@ static void usage(FILE *f)
 "Limits: tcp - the same bytes per push streamed over raw TCP connections, one\n"
 "per client, to threads that read and drop them (tcp_stream); verbs - perftest\n"
 "ib_send_bw on the same device, one queue pair per client, at the size of the\n"
-"SENDs that carry a push.\n"
+"SENDs that carry a push; ofi - fi_pingpong (libfabric-bin) on the same\n"
+"provider at the size of the messages that carry a push: its bytes per second\n"
+"with one message each way in turn, over the push's bytes (one pair, however\n"
+"many clients).\n"
 "Output: JSON lines (bench \"push\") on stdout, a table on stderr.\n"
 "\n"
-"  --transport tcp|verbs      (default tcp)\n"
+"  --transport tcp|verbs|ofi  (default tcp)\n"
+"  --ofi-provider NAME        the libfabric provider of --transport ofi (default:\n"
+"                             efa, or FI_PROVIDER's; e.g. 'tcp;ofi_rxm'), also\n"
+"                             fi_pingpong's -p\n"
 "  --host ADDR                (default 127.0.0.1)\n"
 "  --port N                   base port (default: derived from the pid)\n"
 "  --servers N                (default 1)\n"
@@ -78,6 +90,8 @@ static void usage(FILE *f)
 "  --optimizers LIST          (default sgd,adagrad_row,adagrad)\n"
 "  --seconds S                per configuration (default 2)\n"
 "  --no-limit                 do not measure the limits\n"
+"  --limit-iters N            fi_pingpong's round trips per run (ofi; default\n"
+"                             1000)\n"
 "  --ib-dev NAME, --gid-index N   perftest's -d / -x (verbs; default: the\n"
 "                             device and RoCE v2 GID of --host)\n"
 "  -h, --help                 this text\n");
@@ -161,14 +175,17 @@ struct push_run {
 	struct push_worker lw[MAX_CLIENTS]; /* the limit's raw TCP streams */
 	struct bench_pingpong *pp;          /* tcp: their reader */
 	struct bench_perftest_opts po;      /* verbs: ib_send_bw (po.dev NULL: none) */
+	bool ofi;                           /* ofi: fi_pingpong (fo.prov NULL: none) */
+	struct bench_fipp_opts fo;
 	char dev[64];
 	bool limit_failed;                  /* perftest failed once: not again */
+	uint32_t limit_msg;                 /* ofi: fi_pingpong's size, last run */
 };
 
 static int parse_opts(int argc, char **argv, struct push_opts *o)
 {
 	enum { O_TRANSPORT = 256, O_HOST, O_PORT, O_SERVERS, O_THREADS, O_CLIENTS, O_ROWS, O_DIM,
-	       O_BATCHES, O_OPTS, O_SECONDS, O_NOLIMIT, O_IBDEV, O_GID };
+	       O_BATCHES, O_OPTS, O_SECONDS, O_NOLIMIT, O_IBDEV, O_GID, O_OFIPROV, O_LITERS };
 	static const struct option lopts[] = {
 		{ "transport", required_argument, NULL, O_TRANSPORT },
 		{ "host", required_argument, NULL, O_HOST },
@@ -184,6 +201,8 @@ static int parse_opts(int argc, char **argv, struct push_opts *o)
 		{ "no-limit", no_argument, NULL, O_NOLIMIT },
 		{ "ib-dev", required_argument, NULL, O_IBDEV },
 		{ "gid-index", required_argument, NULL, O_GID },
+		{ "ofi-provider", required_argument, NULL, O_OFIPROV },
+		{ "limit-iters", required_argument, NULL, O_LITERS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -195,15 +214,24 @@ static int parse_opts(int argc, char **argv, struct push_opts *o)
 		.threads = { 1 }, .nthreads = 1,
 		.table_rows = 100000, .dim = 400, .batches = { 1024 }, .nbatches = 1,
 		.opts = { RDPS_OPT_SGD, RDPS_OPT_ADAGRAD_ROW, RDPS_OPT_ADAGRAD }, .nopts = 3,
-		.seconds = 2, .limits = true, .gid_index = -2,
+		.seconds = 2, .limits = true, .gid_index = -2, .limit_iters = 1000,
 	};
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, &li)) != -1) {
 		switch (opt) {
 		case O_TRANSPORT:
-			if (strcmp(optarg, "tcp") && strcmp(optarg, "verbs"))
+			if (strcmp(optarg, "tcp") && strcmp(optarg, "verbs") && strcmp(optarg, "ofi"))
 				goto bad;
 			o->transport = optarg;
+			break;
+		case O_OFIPROV:
+			if (!*optarg)
+				goto bad;
+			o->ofi_provider = optarg;
+			break;
+		case O_LITERS:
+			if (bench_parse_u64(optarg, 10, 1000000, &o->limit_iters))
+				goto bad;
 			break;
 		case O_HOST: o->host = optarg; break;
 		case O_PORT:
@@ -279,6 +307,9 @@ static int parse_opts(int argc, char **argv, struct push_opts *o)
 		fprintf(stderr, "rdps bench push: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	/* The ofi backend reads it, before libfabric's first call. */
+	if (o->ofi_provider)
+		setenv("RDPS_OFI_PROVIDER", o->ofi_provider, 1);
 	return -1; /* go on */
 bad:
 	fprintf(stderr, "rdps bench push: bad value '%s' for --%s (see --help)\n", optarg,
@@ -296,6 +327,14 @@ static int limit_open(struct push_run *r, uint16_t port)
 	if (!o->limits)
 		return 0;
 	err[0] = 0;
+	if (r->ofi) {
+		r->fo = (struct bench_fipp_opts){ .prov = bench_ofi_provider(), .host = o->host,
+						  .port = (uint16_t)(port + 100),
+						  .iters = (unsigned)o->limit_iters, .timeout_s = 120 };
+		fprintf(stderr, "rdps bench push: limits from fi_pingpong -p '%s' -e rdm\n",
+			r->fo.prov);
+		return 0;
+	}
 	if (r->verbs) {
 		ret = bench_perftest_setup(&r->po, o->host, o->ib_dev, o->gid_index, r->dev,
 					   sizeof(r->dev), err, sizeof(err));
@@ -345,6 +384,26 @@ static double limit_rate(struct push_run *r, uint32_t n)
 			fprintf(stderr, "rdps bench push: limit stream: %s\n", rdps_strerror((int)lrate));
 		return lrate;
 	}
+	if (r->ofi) {
+		struct bench_fipp f;
+
+		if (!r->fo.prov || r->limit_failed)
+			return NAN;
+		/* The messages that carry the push are at most this big. */
+		rdps_transport_find(o->transport)->query(o->clients, &ti);
+		if (msg > ti.push_msg_bytes)
+			msg = (uint32_t)ti.push_msg_bytes;
+		r->fo.port++;
+		ret = bench_fi_pingpong(&r->fo, msg, &f, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "rdps bench push: limit not measured: %s\n", err);
+			r->limit_failed = true;
+			return NAN;
+		}
+		bench_fipp_emit(&f, r->fo.prov, "push");
+		r->limit_msg = msg;
+		return f.bw_bytes_s / sz;
+	}
 	if (!r->po.dev || r->limit_failed)
 		return NAN;
 	/* The SENDs that carry the push are at most this big. */
@@ -374,7 +433,7 @@ static int push_one(struct push_run *r, struct bench_cluster *cl, struct rdps_cl
 	uint64_t rows0, rows1, cpu0, cpu1, pushes = 0, ns = 0;
 	double secs, cpu_s, applied, per_core, ns_row, lrate;
 	uint32_t seen = bench_cluster_threads(cl) / o->servers;
-	const char *limit = r->verbs ? "ib_send_bw" : "tcp_stream";
+	const char *limit = r->verbs ? "ib_send_bw" : r->ofi ? "fi_pingpong" : "tcp_stream";
 	struct bench_json j;
 	int ret;
 
@@ -414,6 +473,8 @@ static int push_one(struct push_run *r, struct bench_cluster *cl, struct rdps_cl
 	ns_row = per_core > 0 ? 1e9 / per_core : NAN;
 	bench_json_begin(&j, "push");
 	bench_json_str(&j, "transport", o->transport);
+	if (r->ofi)
+		bench_json_str(&j, "provider", bench_ofi_provider());
 	bench_json_str(&j, "optimizer", rdps_optimizer_name(o->opts[t]));
 	bench_json_int(&j, "servers", o->servers);
 	bench_json_int(&j, "server_threads", threads);
@@ -432,6 +493,8 @@ static int push_one(struct push_run *r, struct bench_cluster *cl, struct rdps_cl
 	bench_json_num(&j, "server_ns_per_row", ns_row);
 	bench_json_str(&j, "limit", limit);
 	bench_json_int(&j, "limit_msg_bytes", push_bytes(n, (uint32_t)o->dim));
+	if (r->ofi)
+		bench_json_int(&j, "limit_fi_pingpong_bytes", r->limit_msg);
 	bench_json_num(&j, "limit_pushes_per_s", lrate);
 	bench_json_num(&j, "limit_gb_per_s", lrate * n * o->dim * 4 / 1e9);
 	bench_json_num(&j, "ratio", bench_ratio(pushes / secs, lrate));
@@ -509,6 +572,7 @@ int rdps_bench_push(int argc, char **argv)
 		return ret;
 	}
 	r->verbs = !strcmp(r->o.transport, "verbs");
+	r->ofi = !strcmp(r->o.transport, "ofi");
 	for (int i = 0; i < r->o.nbatches; i++)
 		r->max_batch = r->o.batches[i] > r->max_batch ? r->o.batches[i] : r->max_batch;
 	for (uint32_t i = 0; i < MAX_CLIENTS; i++)

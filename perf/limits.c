@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* rdps bench: the limits each figure is compared with, measured in the same
  * run: a raw TCP ping-pong of the same request/reply sizes on the same path,
- * perftest (ib_read_lat, ib_read_bw, ib_send_bw) on the same RDMA device, and
- * the core's peak FMA rate (for the model kernels). */
+ * perftest (ib_read_lat, ib_read_bw, ib_send_bw) on the same RDMA device,
+ * fi_pingpong (libfabric-bin) on the same libfabric provider, and the core's
+ * peak FMA rate (for the model kernels). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -464,6 +465,149 @@ int bench_perftest_setup(struct bench_perftest_opts *po, const char *host, const
 	po->timeout_s = 120;
 	po->seconds = 2;
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* fi_pingpong (libfabric-bin)                                             */
+
+const char *bench_ofi_provider(void)
+{
+	const char *named = getenv("RDPS_OFI_PROVIDER"), *fip = getenv("FI_PROVIDER");
+
+	/* As the ofi transport picks (transport/ofi_setup.c): --ofi-provider,
+	 * else efa where there is one, else libfabric's choice within
+	 * FI_PROVIDER; fi_pingpong needs a name, so efa stands for the first. */
+	if (named && *named)
+		return named;
+	if (fip && *fip)
+		return fip;
+	return "efa";
+}
+
+/* fi_pingpong's result row: "bytes #sent #ack total time MB/sec usec/xfer
+ * Mxfers/sec", the counts with k/m suffixes; the last three are numbers. */
+static bool parse_fipp_row(FILE *f, double *mb_s, double *usec, char *tail, size_t taillen)
+{
+	char line[1024];
+	bool header = false, found = false;
+
+	tail[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *tok[16], *save = NULL, copy[1024];
+		size_t tl = strlen(tail), ll = strlen(line);
+		int n = 0;
+
+		if (tl + ll >= taillen) {
+			size_t drop = tl + ll - taillen + 1;
+
+			if (drop > tl)
+				drop = tl;
+			memmove(tail, tail + drop, tl - drop + 1);
+		}
+		strncat(tail, line, taillen - strlen(tail) - 1);
+		if (strstr(line, "usec/xfer")) {
+			header = true;
+			continue;
+		}
+		if (!header || found)
+			continue;
+		snprintf(copy, sizeof(copy), "%s", line);
+		for (char *t = strtok_r(copy, " \t\n", &save); t && n < 16;
+		     t = strtok_r(NULL, " \t\n", &save))
+			tok[n++] = t;
+		if (n >= 8) {
+			char *e1, *e2;
+
+			*mb_s = strtod(tok[n - 3], &e1);
+			*usec = strtod(tok[n - 2], &e2);
+			found = *e1 == 0 && *e2 == 0 && *usec > 0;
+		}
+	}
+	return found;
+}
+
+int bench_fi_pingpong(const struct bench_fipp_opts *o, uint32_t bytes, struct bench_fipp *out,
+		      char *err, size_t errlen)
+{
+	char size[16], iters[16], port[8], tmo[16], ctail[2048];
+	char *argv[24];
+	struct bench_child srv, cli;
+	double mb_s = NAN, usec = NAN;
+	bool found = false;
+	int n = 0, ret;
+	uint64_t deadline;
+
+	snprintf(size, sizeof(size), "%u", bytes);
+	snprintf(iters, sizeof(iters), "%u", o->iters ? o->iters : 1000);
+	snprintf(port, sizeof(port), "%u", o->port);
+	snprintf(tmo, sizeof(tmo), "%d", o->timeout_s > 0 ? o->timeout_s : 120);
+	argv[n++] = "timeout";
+	argv[n++] = "-k";
+	argv[n++] = "5";
+	argv[n++] = tmo;
+	argv[n++] = "fi_pingpong";
+	argv[n++] = "-p";
+	argv[n++] = (char *)o->prov;
+	argv[n++] = "-e";
+	argv[n++] = "rdm"; /* the ofi transport's endpoints: reliable datagrams */
+	argv[n++] = "-S";
+	argv[n++] = size;
+	argv[n++] = "-I";
+	argv[n++] = iters;
+	argv[n++] = "-B";
+	argv[n++] = port;
+	argv[n] = NULL;
+	ret = bench_child_start(argv, NULL, true, false, &srv);
+	if (ret) {
+		snprintf(err, errlen, "cannot start fi_pingpong: %s", rdps_strerror(ret));
+		return ret;
+	}
+	/* The client: -P (the server's control port) instead of -B, and the
+	 * server's address. A client that comes before the server listens
+	 * fails at once ("failed to connect"): retry until a deadline. */
+	argv[n - 2] = "-P";
+	argv[n++] = (char *)o->host;
+	argv[n] = NULL;
+	deadline = rdps_now_ns() + 30ull * 1000000000ull;
+	do {
+		struct timespec ts = { 0, 200 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		ret = bench_child_start(argv, NULL, true, false, &cli);
+		if (ret)
+			break;
+		found = parse_fipp_row(cli.out, &mb_s, &usec, ctail, sizeof(ctail));
+		ret = bench_child_wait(&cli);
+	} while (!found && ret && rdps_now_ns() < deadline && strstr(ctail, "onnect"));
+	if (!found)
+		bench_child_kill(&srv);
+	else
+		bench_child_wait(&srv);
+	if (!found) {
+		snprintf(err, errlen, "fi_pingpong -p '%s' -S %u gave no result row (exit %d); its "
+			 "output ends:\n%s", o->prov, bytes, ret, ctail);
+		return -EIO;
+	}
+	*out = (struct bench_fipp){ .bytes = bytes, .iters = o->iters ? o->iters : 1000,
+				    .oneway_us = usec, .rtt_us = 2 * usec,
+				    .bw_bytes_s = bytes / usec * 1e6, .mb_s = mb_s };
+	return 0;
+}
+
+void bench_fipp_emit(const struct bench_fipp *f, const char *prov, const char *what)
+{
+	struct bench_json j;
+
+	bench_json_begin(&j, "fi_pingpong");
+	bench_json_str(&j, "provider", prov);
+	bench_json_str(&j, "for", what);
+	bench_json_int(&j, "bytes", f->bytes);
+	bench_json_int(&j, "iters", f->iters);
+	bench_json_num(&j, "oneway_us", f->oneway_us);
+	bench_json_num(&j, "rtt_us", f->rtt_us);
+	bench_json_num(&j, "gb_per_s", f->bw_bytes_s / 1e9);
+	bench_json_num(&j, "msgs_per_s", 1e6 / f->oneway_us);
+	bench_json_end(&j);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -431,6 +431,94 @@ md.append(table(["where", "transport", "optimizer", "rows/push", "dim", "server 
                  "ns per row", "ns per float"],
                 ns_rows(push, "host") + ns_rows(g_push_verbs, "guest") + ns_rows(g_push_tcp, "guest")))
 
+# ---------------------------------------------------------------------------
+# ofi (issue 17): RES/ofi-pull.jsonl and RES/ofi-push.jsonl, each figure beside fi_pingpong
+# (libfabric-bin) on the same provider, run by the bench in the same run.
+ofi_pull = load("ofi-pull")
+ofi_push = load("ofi-push")
+if ofi_pull or ofi_push:
+    prov = next((r["provider"] for r in ofi_pull + ofi_push if r.get("provider")), "?")
+    md.append("\n## ofi (libfabric {} on loopback)\n".format(prov))
+    md.append(
+        "`rdps bench pull` and `rdps bench push` over the ofi transport (`--transport ofi --ofi-provider '{p}'`), "
+        "servers in-process on 127.0.0.1 as above. There is no EFA device here, so the provider is libfabric's "
+        "`{p}`: RDM endpoints emulated by `ofi_rxm` over the `tcp` provider's connections. Its RMA is emulated "
+        "over TCP too: a pull's `fi_read`s are served by the provider's progress in the server process, on the "
+        "server's CPU, not by a NIC, so these pulls are one-sided only in the API's sense; what pulls and pushes "
+        "cost on EFA needs EFA hardware, which this suite does not have.\n\n"
+        "The limit is `fi_pingpong` (Debian's libfabric-bin; Debian packages no fabtests, so there is no "
+        "`fi_rma_bw` or `fi_msg_bw`) on the same provider, `-e rdm`, server and client processes on this "
+        "machine, spawned by the bench between its own measurements. It reports a mean time per message one "
+        "way (half the mean round trip), no percentiles. Pull latency limit: one way at the size of the ids "
+        "message a two-sided ofi pull sends (48 + 8n bytes) plus one way at the bytes the pull reads (n row "
+        "strides); for single rows measured in rounds after rdps samples, the median of the rounds. Since it is "
+        "a mean, the ratio is rdps's mean over it (ratio p50: rdps's p50 over it). Pull throughput limit (one "
+        "client): n rows per that round trip. Push limit: the bytes per second `fi_pingpong` moves with messages "
+        "of the size that carries a push (the push's bytes, at most the ofi transport's 64 KiB message), one "
+        "message each way in turn, over the push's bytes; rdps keeps many messages in flight under credits, so "
+        "a push ratio above 1 is rdps's pipelining against a one-in-flight ping-pong, not a faster wire.\n\n"
+        "`fi_pingpong` busy-polls its completion queue (`FI_WAIT_NONE`) in both processes: with other jobs on "
+        "this machine's 2 cores each of its round trips waits for the scheduler to run both processes, while "
+        "rdps's server thread sleeps on the completion queue's descriptor after 50 us of polling "
+        "(`RDPS_OFI_BUSY_POLL_US`) and its client after a short spin. Where the limit comes out "
+        "slower than rdps (latency ratio below 1, throughput ratio above 1) the limit measured the load, not "
+        "the provider: compare with the load average at the top.\n\n".format(p=prov))
+    lat = pick(ofi_pull, "pull")
+    if lat:
+        rows = []
+        for r in lat:
+            spread = "-"
+            if r.get("limit_rounds", 0) > 1 and "limit_p50_min_us" in r:
+                spread = "{}-{}".format(num(r["limit_p50_min_us"]), num(r["limit_p50_max_us"]))
+            rows.append([r["read_consistency"], r["rows"], r["dim"], r["ids"], r["samples"], num(r["p50_us"]),
+                         num(r.get("mean_us")), num(r["p99_us"]), num(r["p999_us"]),
+                         "{} + {}".format(r.get("limit_req_bytes", "?"), r.get("limit_reply_bytes", "?")),
+                         num(r["limit_p50_us"]), spread, ratio(r["ratio"]), ratio(r.get("ratio_p50"))])
+        md.append("Pull latency (us):\n\n")
+        md.append(table(["reads", "rows", "dim", "ids", "samples", "p50", "mean", "p99", "p99.9",
+                         "limit bytes (req + reply)", "fi_pingpong round trip (mean)", "rounds' range",
+                         "ratio (mean)", "ratio p50"], rows))
+    tp = pick(ofi_pull, "pull_tput")
+    if tp:
+        md.append("\nPull throughput, random ids, payload bytes:\n\n")
+        md.append(table(["reads", "rows", "dim", "clients", "rows/s", "GB/s", "limit", "limit rows/s", "limit GB/s",
+                         "ratio"],
+                        [[r["read_consistency"], r["rows"], r["dim"], r["clients"], num(r["rows_per_s"], "{:.0f}"),
+                          num(r["gb_per_s"], "{:.3f}"), r["limit"], num(r["limit_rows_per_s"], "{:.0f}"),
+                          num(r["limit_gb_per_s"], "{:.3f}"), ratio(r["ratio"])] for r in tp]))
+    pu = pick(ofi_push, "push")
+    if pu:
+        md.append("\nPush (as in the Push section: random ids for the run's duration, then a flush):\n\n")
+        md.append(table(["optimizer", "rows/push", "dim", "server threads", "clients", "pushes/s", "rows/s",
+                         "gradient GB/s", "server ns/row", "fi_pingpong bytes", "limit GB/s", "limit pushes/s",
+                         "ratio"],
+                        [[r["optimizer"], r["rows"], r["dim"], thr_cell(r), r["clients"],
+                          num(r["pushes_per_s"], "{:.0f}"), num(r["rows_per_s"], "{:.0f}"),
+                          num(r["gb_per_s"], "{:.3f}"), num(r.get("server_ns_per_row"), "{:.0f}"),
+                          r.get("limit_fi_pingpong_bytes", "-"), num(r.get("limit_gb_per_s"), "{:.3f}"),
+                          num(r.get("limit_pushes_per_s"), "{:.1f}"), ratio(r.get("ratio"))] for r in pu]))
+    fp = pick(ofi_pull, "fi_pingpong") + pick(ofi_push, "fi_pingpong")
+    if fp:
+        by = {}
+        for r in fp:
+            by.setdefault((r["for"], r["bytes"]), []).append(r)
+        rows = []
+        for (what, size), rs in sorted(by.items()):
+            ow = sorted(x["oneway_us"] for x in rs if x.get("oneway_us") is not None)
+            gb = sorted(x["gb_per_s"] for x in rs if x.get("gb_per_s") is not None)
+            if not ow:
+                continue
+            rows.append([what, size, len(rs), rs[0].get("iters", "?"), num(ow[len(ow) // 2]),
+                         "{}-{}".format(num(ow[0]), num(ow[-1])), num(2 * ow[len(ow) // 2]),
+                         num(gb[len(gb) // 2] if gb else None, "{:.4f}")])
+        md.append("\nThe `fi_pingpong` runs behind these limits (`-p '{}' -e rdm -S bytes -I iters`; one way = "
+                  "its usec/xfer, half the mean round trip):\n\n".format(prov))
+        md.append(table(["for", "bytes", "runs", "iters", "one way us (median)", "range", "round trip us",
+                         "GB/s (one in flight)"], rows))
+    else:
+        md.append("\n`fi_pingpong` gave no figure in this run (is libfabric-bin installed? see "
+                  "`perf/results/ofi-pull.txt`).\n")
+
 md.append("\n## Training\n")
 md.append("Model kernel: `rdps_model_step` in a loop, one thread, rows as the trainer lays them out "
           "(positives, then the chunk's negatives), gradients zeroed outside the timed call. Goal (issue 5): "

@@ -3,7 +3,9 @@
 # PNG plots (gnuplot) in perf/. TCP figures are measured on this machine;
 # verbs figures inside a soft-RoCE qemu guest (tests/softroce/guest.sh single
 # running tests/softroce/perf-guest.sh), with ib_read_lat / ib_read_bw in the
-# same guest. Every figure stands beside its limit, measured in the same run.
+# same guest; pulls and pushes over the ofi transport (libfabric) on loopback,
+# provider tcp;ofi_rxm, beside fi_pingpong on the same provider (there is no
+# EFA here). Every figure stands beside its limit, measured in the same run.
 #
 #   perf/run.sh [--quick] [--no-guest] [--build DIR] [--data DIR]
 #
@@ -15,7 +17,8 @@
 #
 # Raw results (JSON lines, the human tables, logs) go to perf/results/; the
 # report is generated from them by perf/report.py (Debian's python3).
-# Needs: gnuplot-nox, perftest, libzmq3-dev, python3, and for the guest what
+# Needs: gnuplot-nox, perftest, libzmq3-dev, libfabric-bin (fi_pingpong),
+# python3, and for the guest what
 # tests/softroce/README.md lists. Takes about 11-12 minutes on an idle 2-core
 # host (about 6 here, 5 in the soft-RoCE guest, which boots a qemu TCG
 # guest); longer when other jobs share the cores (the report gives the load
@@ -81,6 +84,9 @@ if ((QUICK)); then
 	TRAIN=(--hidden_dim 64 --kernel-dim 64 --max_step 100 --log_interval 20 --kernel-seconds 0.3)
 	CURVE=(--hidden_dim 32 --curve-steps 50,100 --log_interval 10)
 	SAMPLE=(--fanouts 10,25 --batch 1000 --rounds 3 --round-batches 5 --warmup 2)
+	OFI_PULL=(--table-rows 5000 --dims 100,400 --batches 1,16,256 --seconds 0.2 --tput-seconds 0.2
+	          --clients 1 --limit-iters 200)
+	OFI_PUSH=(--table-rows 5000 --dim 400 --batches 1000 --seconds 0.3 --limit-iters 100)
 	GUEST_MODE=quick
 else
 	PULL=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 1 --tput-seconds 0.5
@@ -93,6 +99,9 @@ else
 	TRAIN=(--hidden_dim 400 --max_step 1500 --log_interval 100 --kernel-seconds 2)
 	CURVE=(--hidden_dim 200 --curve-steps 200,500,1000 --log_interval 50)
 	SAMPLE=(--fanouts 10,25 --batch 1000 --rounds 9 --round-batches 100 --warmup 20)
+	OFI_PULL=(--table-rows 100000 --dims 100,400 --batches 1,16,256,4096 --seconds 1 --tput-seconds 0.5
+	          --clients 1 --limit-iters 1000)
+	OFI_PUSH=(--table-rows 100000 --dim 400 --batches 256,1000 --seconds 2 --limit-iters 1000)
 	GUEST_MODE=full
 fi
 rm -f "$RAW/failed.txt"
@@ -104,6 +113,16 @@ bench push push --transport tcp --clients 2 "${PUSH[@]}"
 bench load load --workdir "$DATA/load" "${LOAD[@]}"
 bench rowcheck rowcheck --dims 16,100,400,1000 "${ROWCHECK[@]}"
 bench fma fma "${FMA[@]}"
+
+# Issue 17: the ofi transport (libfabric) on loopback. No EFA here, so the
+# provider is tcp;ofi_rxm (RDPS_PERF_OFI_PROVIDER overrides it); the limit is
+# fi_pingpong (libfabric-bin; Debian has no fabtests, so no fi_rma_bw) on the
+# same provider, run by the benches between their own measurements. Pull
+# throughput with one client only: fi_pingpong runs one pair.
+OFI_PROV=${RDPS_PERF_OFI_PROVIDER:-tcp;ofi_rxm}
+bench ofi-pull pull --transport ofi --ofi-provider "$OFI_PROV" --host 127.0.0.1 "${OFI_PULL[@]}"
+bench ofi-push push --transport ofi --ofi-provider "$OFI_PROV" --host 127.0.0.1 --clients 1 \
+	--num_server_threads 1 "${OFI_PUSH[@]}"
 
 step "WordNet dataset"
 [[ -f $DATA/wn18/entities.dict ]] || "$RDPS" dataset wordnet "$DATA/wn18" --force >/dev/null 2>&1

@@ -179,6 +179,51 @@ Test(bench, push)
 	cr_expect_eq(check_lines("push", keys), 6);
 }
 
+/* The ofi transport over libfabric's tcp;ofi_rxm on loopback (any host has
+ * it), each figure beside fi_pingpong (libfabric-bin) on the same provider. */
+Test(bench, pull_push_ofi)
+{
+	static const char *const lat[] = { "transport", "provider", "rows", "dim", "ids", "+p50_us",
+					   "+mean_us", "limit", "limit_stat", "+limit_p50_us",
+					   "+limit_req_bytes", "+limit_reply_bytes", "+ratio",
+					   "+ratio_p50", NULL };
+	static const char *const tput[] = { "transport", "provider", "rows", "+clients",
+					    "+rows_per_s", "limit", "+limit_rows_per_s", "+ratio", NULL };
+	static const char *const push[] = { "transport", "provider", "optimizer", "+pushes_per_s",
+					    "+server_rows_applied", "limit",
+					    "+limit_fi_pingpong_bytes", "+limit_pushes_per_s", "+ratio",
+					    NULL };
+	static const char *const fipp[] = { "provider", "for", "+bytes", "+iters", "+oneway_us",
+					    "+rtt_us", "+gb_per_s", NULL };
+	char args[512];
+	int rc;
+
+	if (access("/usr/bin/fi_pingpong", X_OK))
+		cr_skip_test("libfabric-bin is not installed (/usr/bin/fi_pingpong)");
+	snprintf(args, sizeof(args),
+		 "pull --transport ofi --ofi-provider 'tcp;ofi_rxm' --port %d --table-rows 500 "
+		 "--dims 8 --batches 1,16 --ids random --seconds 0.05 --tput-seconds 0.05 "
+		 "--iters 200 --clients 1 --limit-rounds 1 --limit-iters 20",
+		 rdps_test_free_ports(2));
+	rc = run_bench(args);
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("pull", lat), 2);      /* 2 batches, random ids */
+	cr_expect_eq(check_lines("pull_tput", tput), 2); /* 2 batches x 1 client */
+	cr_expect_gt(check_lines("fi_pingpong", fipp), 0);
+	snprintf(args, sizeof(args),
+		 "push --transport ofi --ofi-provider 'tcp;ofi_rxm' --port %d --table-rows 500 "
+		 "--dim 8 --batches 16 --optimizers sgd --seconds 0.05 --limit-iters 20",
+		 rdps_test_free_ports(2));
+	rc = run_bench(args);
+	if (rc)
+		show_err();
+	cr_assert_eq(rc, 0);
+	cr_expect_eq(check_lines("push", push), 1);
+	cr_expect_eq(check_lines("fi_pingpong", fipp), 1);
+}
+
 Test(bench, zmq)
 {
 	static const char *const lat[] = { "rows", "dim", "+zmq_p50_us", "+rdps_p50_us", "+ratio", NULL };
