@@ -18,9 +18,13 @@
 #   --data DIR           scratch for datasets and partitions (default
 #                        /tmp/rdps-scale; needs the disk the scales need)
 #   --build DIR          build directory (default <repo>/build)
-#   --only PHASE         partition (generation and partitioning of --scales) or
+#   --big-epochs N       epochs of the --big-scale run (default 10: one epoch
+#                        leaves the degree-1..2 entities, most of them, with a
+#                        step or two each, and its sampled MRR near random)
+#   --only PHASE         partition (generation and partitioning of --scales),
 #                        train (the training runs; their graphs are made if
-#                        missing): one half, keeping the other's results
+#                        missing), or big (the --big-scale runs only): one part,
+#                        keeping the others' results
 #
 # For every F: generation time; the METIS partition (k = 2, coarsened past
 # 2^22 adjacency entries) and a random one: wall time, peak RSS against the
@@ -30,7 +34,7 @@
 # 200, --steps steps each): pos triples/s, time per 1M training triples,
 # servers' peak RSS per row against the bytes rows and optimizer state need,
 # loading of the partition with io_uring against pread. At --big-scale: the
-# same job trained one epoch and evaluated as DGL-KE evaluates Freebase
+# same job trained --big-epochs epochs and evaluated as DGL-KE evaluates Freebase
 # (--neg_sample_size_eval 1000 on a share of test), against the same
 # evaluation of the untrained model; then across 4 namespaces (2 server
 # hosts + 2 trainer hosts joined by a bridge).
@@ -49,6 +53,7 @@ BIG=0.1
 STEPS=3000
 NS=1
 ONLY=
+BIG_EPOCHS=10
 while (($#)); do
 	case $1 in
 	--scales) SCALES=${2:?}; shift ;;
@@ -59,7 +64,9 @@ while (($#)); do
 	--quick) SCALES=0.001,0.002; TRAIN_SCALES=0.001,0.002; BIG=0.002; STEPS=200 ;;
 	--data) DATA=${2:?}; shift ;;
 	--build) BUILD=${2:?}; shift ;;
-	--only) ONLY=${2:?}; shift; [[ $ONLY == partition || $ONLY == train ]] || { echo "perf/scale.sh: --only partition|train" >&2; exit 2; } ;;
+	--big-epochs) BIG_EPOCHS=${2:?}; shift
+		[[ $BIG_EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "perf/scale.sh: --big-epochs wants a positive integer" >&2; exit 2; } ;;
+	--only) ONLY=${2:?}; shift; [[ $ONLY == partition || $ONLY == train || $ONLY == big ]] || { echo "perf/scale.sh: --only partition|train|big" >&2; exit 2; } ;;
 	-h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "perf/scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -77,6 +84,8 @@ mkdir -p "$OUT" "$DATA"
 case $ONLY in
 partition) rm -f "$OUT"/gen.jsonl "$OUT"/partition.jsonl "$OUT"/gen-*.log "$OUT"/partition-*.log ;;
 train) rm -f "$OUT"/train.jsonl "$OUT"/load-*.jsonl "$OUT"/train-*.log "$OUT"/load-*.log ;;
+big) rm -f "$OUT"/train-big*.log
+	[[ -f $OUT/train.jsonl ]] && /usr/bin/python3 -c "import json,sys; p=sys.argv[1]; L=[l for l in open(p) if not json.loads(l)['label'].startswith('big')]; open(p,'w').writelines(L)" "$OUT/train.jsonl" ;;
 *) rm -f "$OUT"/*.jsonl "$OUT"/*.log ;;
 esac
 
@@ -153,7 +162,7 @@ partition() { # F method -> partition dir
 }
 
 IFS=, read -ra SC <<<"$SCALES"
-[[ $ONLY == train ]] && SC=()
+[[ $ONLY == train || $ONLY == big ]] && SC=()
 for f in "${SC[@]}"; do
 	if [[ $f == 1.0 || $f == 1 ]]; then
 		avail=$(df -Pk "$DATA" | awk 'NR == 2 { print $4 }')
@@ -231,6 +240,7 @@ if [[ $ONLY == partition ]]; then
 fi
 
 IFS=, read -ra TS <<<"$TRAIN_SCALES"
+[[ $ONLY == big ]] && TS=()
 for f in "${TS[@]}"; do
 	job "$f" "cost-$f" "$STEPS"
 	step "loading the partition of F=$f: io_uring against pread"
@@ -238,11 +248,12 @@ for f in "${TS[@]}"; do
 		die "bench load failed: $(tail -3 "$OUT/load-$f.log")"
 done
 
-# The big scale: one epoch (its train triples / (2 trainers x batch) steps),
-# and the untrained model evaluated the same way (0 steps).
+# The big scale: --big-epochs epochs (its train triples / (2 trainers x
+# batch) steps each), and the untrained model evaluated the same way (0
+# steps).
 BIGP=$DATA/fb-$BIG-metis
 [[ -f $BIGP/partition.json ]] || BIGP=$(partition "$BIG" metis)
-EPOCH=$(python3 -c "import json,sys; j=json.load(open('$BIGP/partition.json')); print(max(1, j['num_train'] // (2 * 1024)))")
+EPOCH=$(python3 -c "import json,sys; j=json.load(open('$BIGP/partition.json')); print($BIG_EPOCHS * max(1, j['num_train'] // (2 * 1024)))")
 job "$BIG" "big-untrained" 0
 job "$BIG" "big-epoch" "$EPOCH"
 
