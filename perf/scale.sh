@@ -40,9 +40,11 @@
 # hosts + 2 trainer hosts joined by a bridge).
 #
 # Results: JSON lines in perf/results/scale/, shown by perf/report.py in
-# perf/report.md with a plot (perf/scale-cost.png). Takes about 1.5 hours on
-# this 2-core machine with 1.0 included (generation and partitioning of the
-# full shape are most of it); --quick a few minutes.
+# perf/report.md with a plot (perf/scale-cost.png). Takes about 2.5 hours on
+# this 2-core machine with 1.0 included: the partition phase about 2 hours
+# (F = 1.0's METIS partition alone 64 minutes, its generation 4.5), the
+# train phase about 30 minutes (the 10 epochs at F = 0.1: 22); --quick a
+# few minutes.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
