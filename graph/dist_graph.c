@@ -27,8 +27,13 @@ struct rdps_graph {
 	/* rpc way */
 	uint32_t *order; size_t order_cap;    /* seeds grouped by server: input index */
 	size_t *start;                        /* num_parts + 1 */
-	void *req; size_t req_cap;
-	void *rep; size_t rep_cap;
+	size_t *at;                           /* per server: its next seed in order */
+	/* per server: its request and reply buffers, and a round's calls */
+	void **req, **rep;
+	size_t *req_cap, *rep_cap, *req_len, *rep_len;
+	uint32_t *round;                      /* servers asked in a round */
+	void **round_req, **round_rep;        /* ... their buffers */
+	size_t *round_cap;
 };
 
 int rdps_sample_way_parse(const char *name)
@@ -78,7 +83,20 @@ int rdps_graph_open(struct rdps_client *c, struct rdps_graph **out)
 	g->num_parts = rdps_client_num_servers(c);
 	g->node_off = calloc((size_t)g->num_parts + 1, sizeof(*g->node_off));
 	g->start = calloc((size_t)g->num_parts + 1, sizeof(*g->start));
-	if (!g->node_off || !g->start) {
+	g->at = calloc(g->num_parts, sizeof(*g->at));
+	g->req = calloc(g->num_parts, sizeof(*g->req));
+	g->rep = calloc(g->num_parts, sizeof(*g->rep));
+	g->req_cap = calloc(g->num_parts, sizeof(*g->req_cap));
+	g->rep_cap = calloc(g->num_parts, sizeof(*g->rep_cap));
+	g->req_len = calloc(g->num_parts, sizeof(*g->req_len));
+	g->rep_len = calloc(g->num_parts, sizeof(*g->rep_len));
+	g->round = calloc(g->num_parts, sizeof(*g->round));
+	g->round_req = calloc(g->num_parts, sizeof(*g->round_req));
+	g->round_rep = calloc(g->num_parts, sizeof(*g->round_rep));
+	g->round_cap = calloc(g->num_parts, sizeof(*g->round_cap));
+	if (!g->round_req || !g->round_rep || !g->round_cap ||
+	    !g->node_off || !g->start || !g->at || !g->req || !g->rep || !g->req_cap ||
+	    !g->rep_cap || !g->req_len || !g->rep_len || !g->round) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -102,8 +120,21 @@ void rdps_graph_close(struct rdps_graph *g)
 	free(g->cnt);
 	free(g->erows);
 	free(g->order);
+	for (uint32_t s = 0; s < g->num_parts && g->req && g->rep; s++) {
+		free(g->req[s]);
+		free(g->rep[s]);
+	}
 	free(g->req);
 	free(g->rep);
+	free(g->req_cap);
+	free(g->rep_cap);
+	free(g->req_len);
+	free(g->rep_len);
+	free(g->round);
+	free(g->round_req);
+	free(g->round_rep);
+	free(g->round_cap);
+	free(g->at);
 	free(g);
 }
 
@@ -231,87 +262,102 @@ static int sample_read(struct rdps_graph *g, const uint64_t *seeds, size_t n, ui
 	return 0;
 }
 
-/* The rpc way: seeds grouped by server, each group asked in requests of
- * at most RDPS_SAMPLE_MAX_EDGES picks, the replies scattered back into the
- * seeds' order. */
+/* The rpc way: seeds grouped by server, each server asked for up to
+ * RDPS_SAMPLE_MAX_EDGES picks a request, every server holding seeds at once
+ * (rdps_client_call_many: their picking overlaps), the replies scattered
+ * back into the seeds' order. */
 static int sample_rpc(struct rdps_graph *g, const uint64_t *seeds, size_t n, uint32_t fanout,
 		      uint64_t seed, struct rdps_sampled *out)
 {
 	size_t max_seeds = RDPS_SAMPLE_MAX_EDGES / fanout, m = 0;
+	size_t chunk = n < max_seeds ? n : max_seeds;
 	uint32_t P = g->num_parts;
 	int ret;
 
 	if ((ret = grow(&g->order, &g->order_cap, n ? n : 1, sizeof(*g->order))) ||
-	    (ret = grow(&g->cnt, &g->cnt_cap, n ? n : 1, sizeof(*g->cnt))) ||
-	    (ret = grow(&g->req, &g->req_cap,
-			sizeof(struct rdps_sample_req) + 8 * (n < max_seeds ? n : max_seeds), 1)) ||
-	    (ret = grow(&g->rep, &g->rep_cap,
-			rdps_sample_reply_bound((uint32_t)(n < max_seeds ? n : max_seeds), fanout),
-			1)))
+	    (ret = grow(&g->cnt, &g->cnt_cap, n ? n : 1, sizeof(*g->cnt))))
 		return ret;
+	for (uint32_t s = 0; s < P; s++)
+		if ((ret = grow(&g->req[s], &g->req_cap[s],
+				sizeof(struct rdps_sample_req) + 8 * chunk, 1)) ||
+		    (ret = grow(&g->rep[s], &g->rep_cap[s],
+				rdps_sample_reply_bound((uint32_t)chunk, fanout), 1)))
+			return ret;
 	/* Counting sort of the seeds by server. */
 	memset(g->start, 0, (P + 1) * sizeof(*g->start));
 	for (size_t i = 0; i < n; i++)
 		g->start[rdps_client_locate(g->c, g->indptr.id, seeds[i]) + 1]++;
 	for (uint32_t s = 0; s < P; s++)
 		g->start[s + 1] += g->start[s];
-	{
-		size_t *cur = g->start; /* advanced while placing, restored after */
-
-		for (size_t i = 0; i < n; i++)
-			g->order[cur[rdps_client_locate(g->c, g->indptr.id, seeds[i])]++] =
-				(uint32_t)i;
-		for (uint32_t s = P; s > 0; s--)
-			g->start[s] = g->start[s - 1];
-		g->start[0] = 0;
-	}
-	/* First pass: counts per seed (the edges' places follow from them). */
+	memcpy(g->at, g->start, P * sizeof(*g->at));
+	for (size_t i = 0; i < n; i++)
+		g->order[g->at[rdps_client_locate(g->c, g->indptr.id, seeds[i])]++] = (uint32_t)i;
+	memcpy(g->at, g->start, P * sizeof(*g->at));
+	/* Picks land at each seed's slot i * fanout first. */
 	if ((ret = grow(&g->eids, &g->eids_cap, n * fanout, sizeof(*g->eids))) ||
 	    (ret = grow(&g->erows, &g->erows_cap, 2 * n * fanout, sizeof(*g->erows))))
 		return ret;
-	for (uint32_t s = 0; s < P; s++) {
-		for (size_t at = g->start[s]; at < g->start[s + 1];) {
-			size_t k = g->start[s + 1] - at, head, len;
-			struct rdps_sample_req *r = g->req;
-			uint64_t *ids = (uint64_t *)(r + 1);
-			const char *e;
+	for (;;) {
+		uint32_t q = 0;
 
+		for (uint32_t s = 0; s < P; s++) {
+			size_t k = g->start[s + 1] - g->at[s];
+			struct rdps_sample_req *r = g->req[s];
+			uint64_t *ids = (uint64_t *)(r + 1);
+
+			if (!k)
+				continue;
 			if (k > max_seeds)
 				k = max_seeds;
 			*r = (struct rdps_sample_req){ .indptr_table = g->indptr.id,
 						       .edges_table = g->edges.id, .fanout = fanout,
 						       .n = (uint32_t)k, .seed = seed };
 			for (size_t i = 0; i < k; i++)
-				ids[i] = seeds[g->order[at + i]];
-			ret = rdps_client_call_idempotent(g->c, s, RDPS_REQ_SAMPLE, r,
-							  sizeof(*r) + 8 * k, g->rep, g->rep_cap,
-							  &len);
-			if (ret)
-				return ret;
-			head = (k * 4 + 7) & ~(size_t)7;
-			e = (const char *)g->rep + head;
-			/* Picks land at each seed's slot i * fanout for now. */
+				ids[i] = seeds[g->order[g->at[s] + i]];
+			g->req_len[q] = sizeof(*r) + 8 * k;
+			g->round[q++] = s;
+		}
+		if (!q)
+			break;
+		for (uint32_t j = 0; j < q; j++) {
+			g->round_req[j] = g->req[g->round[j]];
+			g->round_rep[j] = g->rep[g->round[j]];
+			g->round_cap[j] = g->rep_cap[g->round[j]];
+		}
+		ret = rdps_client_call_many(g->c, RDPS_REQ_SAMPLE, q, g->round, g->round_req,
+					    g->req_len, g->round_rep, g->round_cap, g->rep_len);
+		if (ret)
+			return ret;
+		for (uint32_t j = 0; j < q; j++) {
+			uint32_t s = g->round[j];
+			const struct rdps_sample_req *r = g->req[s];
+			size_t k = r->n, len = g->rep_len[j], head = (k * 4 + 7) & ~(size_t)7;
+			const char *rep = g->rep[s], *e = rep + head;
+
+			if (len < head)
+				return rdps_client_fail(g->c, -EPROTO, "server %u: sample reply of %zu "
+							"bytes for %zu seeds", s, len, k);
 			for (size_t i = 0; i < k; i++) {
-				uint32_t c = ((const uint32_t *)g->rep)[i];
-				size_t slot = (size_t)g->order[at + i] * fanout;
+				uint32_t c = ((const uint32_t *)rep)[i], at = g->order[g->at[s] + i];
+				size_t slot = (size_t)at * fanout;
 
 				if (c > fanout || head + (size_t)c * RDPS_SAMPLE_EDGE_BYTES > len)
 					return rdps_client_fail(g->c, -EPROTO, "server %u: sample "
 								"reply of %zu bytes is short or "
 								"picks %u of fanout %u", s, len,
 								c, fanout);
-				g->cnt[g->order[at + i]] = c;
-				for (uint32_t j = 0; j < c; j++, e += RDPS_SAMPLE_EDGE_BYTES) {
+				g->cnt[at] = c;
+				for (uint32_t j2 = 0; j2 < c; j2++, e += RDPS_SAMPLE_EDGE_BYTES) {
 					int64_t v[3];
 
 					memcpy(v, e, sizeof(v));
-					g->erows[2 * (slot + j)] = v[0];     /* src */
-					g->erows[2 * (slot + j) + 1] = v[2]; /* type */
-					g->eids[slot + j] = (uint64_t)v[1];
+					g->erows[2 * (slot + j2)] = v[0];     /* src */
+					g->erows[2 * (slot + j2) + 1] = v[2]; /* type */
+					g->eids[slot + j2] = (uint64_t)v[1];
 				}
 				head += (size_t)c * RDPS_SAMPLE_EDGE_BYTES;
 			}
-			at += k;
+			g->at[s] += k;
 		}
 	}
 	/* Compact seed after seed. */

@@ -1178,6 +1178,59 @@ int rdps_client_call_idempotent(struct rdps_client *c, uint32_t s, uint32_t type
 	}
 }
 
+int rdps_client_call_many(struct rdps_client *c, uint32_t type, uint32_t n,
+			  const uint32_t *servers, void *const *reqs, const size_t *req_lens,
+			  void *const *replies, const size_t *reply_caps, size_t *reply_lens)
+{
+	int ret;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (servers[i] >= c->num_servers)
+			return fail(c, -EINVAL, "no such server%s", "");
+	if (!c->ops->call_send || !c->ops->call_recv) {
+		for (uint32_t i = 0; i < n; i++)
+			if ((ret = rdps_client_call_idempotent(c, servers[i], type, reqs[i], req_lens[i],
+							       replies[i], reply_caps[i],
+							       &reply_lens[i])))
+				return ret;
+		return 0;
+	}
+	for (int attempt = 0;; attempt++) {
+		uint32_t sent = 0, bad = 0;
+
+		if (ensure_conns(c))
+			return -ENOTCONN;
+		ret = 0;
+		for (; sent < n; sent++) {
+			ret = c->ops->call_send(c->conns[servers[sent]], type, reqs[sent],
+						req_lens[sent], 0);
+			if (ret) {
+				bad = servers[sent];
+				break;
+			}
+		}
+		/* Every reply sent for is read, also after an error: the
+		 * connections stay in step. */
+		for (uint32_t i = 0; i < sent; i++) {
+			struct rdps_conn *conn = c->conns[servers[i]];
+			int r = c->ops->call_recv(conn, type, replies[i], reply_caps[i], 0);
+
+			if (!r)
+				reply_lens[i] = conn->reply_len;
+			else if (!ret) {
+				ret = r;
+				bad = servers[i];
+			}
+		}
+		if (!ret)
+			return 0;
+		ret = conn_fail(c, ret, bad);
+		/* Once more after a reconnection: the requests change nothing. */
+		if (attempt || recover(c, ret))
+			return ret;
+	}
+}
+
 int rdps_client_fail(struct rdps_client *c, int ret, const char *fmt, ...)
 {
 	va_list ap;

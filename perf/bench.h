@@ -250,6 +250,10 @@ int bench_pingpong_open(struct bench_pingpong *pp, size_t buf_bytes, int *fd, vo
 /* One exchange of req_bytes (>= 8) out and reply_bytes back over fd, using
  * buf (at least max(req, reply) bytes). 0 or -errno. */
 int bench_pingpong_once(int fd, void *buf, uint32_t req_bytes, uint32_t reply_bytes);
+/* The exchange in two halves (one request out on several connections at
+ * once; each connection its own buf). */
+int bench_pingpong_send(int fd, void *buf, uint32_t req_bytes, uint32_t reply_bytes);
+int bench_pingpong_recv(int fd, void *buf, uint32_t reply_bytes);
 
 /* perftest figures (microseconds, bytes per second, messages per second). */
 struct bench_perftest {

@@ -9,8 +9,8 @@
  * server --graph`) over the real transport on --host, and one client:
  *   rpc   RDPS_SAMPLE_RPC: one request per server holding seeds, its CPU
  *         picks; limit over tcp: a raw TCP ping-pong (TCP_NODELAY) of the
- *         same request and reply bytes, server after server as the client
- *         asks them; over the other transports, a pull of the seeds'
+ *         same request and reply bytes, a connection per server, each
+ *         server's request out at once as the client asks them; over the other transports, a pull of the seeds'
  *         indptr rows (one round trip to each of those servers);
  *   read  RDPS_SAMPLE_READ: the client pulls the seeds' indptr rows, picks,
  *         then pulls the picked edges' rows (RDMA READs over verbs and ofi;
@@ -77,8 +77,8 @@ static void usage(FILE *f)
 "  rpc   RDPS_SAMPLE_RPC: one request to each server holding seeds, whose CPU\n"
 "        picks. Limit: tcp - a raw TCP ping-pong (TCP_NODELAY) of the same\n"
 "        request and reply bytes (16 + 24 + 8 k out, 16 + 4 k + 24 e back for k\n"
-"        seeds and e picked edges of a server), server after server as the client\n"
-"        asks them; other transports - a pull of the seeds' indptr rows (one\n"
+"        seeds and e picked edges of a server), a connection per server, every\n"
+"        server's request out at once as the client asks them; other transports - a pull of the seeds' indptr rows (one\n"
 "        round trip to each server).\n"
 "  read  RDPS_SAMPLE_READ: the client pulls the seeds' rows of graph:indptr,\n"
 "        picks, then pulls the picked rows of graph:edges (RDMA READs over verbs\n"
@@ -389,6 +389,7 @@ fail:
 /* One request and reply of the rpc way, as the ping-pong repeats it. */
 struct exchange {
 	uint32_t req, reply;
+	uint32_t server, round;  /* the client asks every server's round-th request at once */
 };
 
 struct batches {
@@ -458,7 +459,8 @@ static int batches_make(struct batches *b, struct rdps_graph *g, const struct sa
 
 /* The fanout's picks per batch, random edge ids for the read limit and
  * the rpc way's requests (as graph/dist_graph.c's sample_rpc asks them:
- * server after server, at most RDPS_SAMPLE_MAX_EDGES / fanout seeds each). */
+ * a round of one request to each server at once, at most
+ * RDPS_SAMPLE_MAX_EDGES / fanout seeds each). */
 static void batches_plan(struct batches *b, uint32_t fanout, uint64_t num_edges, uint32_t parts,
 			 uint64_t seed)
 {
@@ -476,6 +478,7 @@ static void batches_plan(struct batches *b, uint32_t fanout, uint64_t num_edges,
 		b->nxch[i] = 0;
 		for (uint32_t s = 0; s < parts; s++) {
 			uint64_t k = 0, e = 0;
+			uint32_t round = 0;
 
 			for (uint64_t j = 0; j <= b->n; j++) {
 				if (j < b->n && own[j] == s) {
@@ -485,6 +488,8 @@ static void batches_plan(struct batches *b, uint32_t fanout, uint64_t num_edges,
 				if (k && (k == max_seeds || j == b->n)) {
 					struct exchange *x = &b->xch[i * b->max_xch + b->nxch[i]++];
 
+					x->server = s;
+					x->round = round++;
 					x->req = (uint32_t)(16 + sizeof(struct rdps_sample_req) + 8 * k);
 					x->reply = (uint32_t)(16 + rdps_sample_reply_bound((uint32_t)k, 0) +
 							      e * RDPS_SAMPLE_EDGE_BYTES);
@@ -505,8 +510,9 @@ static void batches_plan(struct batches *b, uint32_t fanout, uint64_t num_edges,
 struct bufs {
 	struct rdps_sampled out;
 	int64_t *rows;           /* indptr rows (2 per seed) or edge rows (4 per edge) */
-	int fd;                  /* ping-pong */
-	void *ppbuf;
+	int *fds;                /* ping-pong: a connection per server */
+	void **ppbufs;
+	uint32_t nfds;
 };
 
 enum phase { PH_SAMPLE, PH_LIMIT };
@@ -535,11 +541,26 @@ static int64_t run_phase(struct rdps_client *c, struct rdps_graph *g, struct bat
 					bf->out.num_edges, (unsigned long long)b->picked[i]);
 				return -EPROTO;
 			}
-		} else if (way == RDPS_SAMPLE_RPC && bf->fd >= 0) {
+		} else if (way == RDPS_SAMPLE_RPC && bf->nfds) {
 			const struct exchange *x = b->xch + i * b->max_xch;
+			uint32_t rounds = 0;
 
-			for (uint32_t e = 0; !ret && e < b->nxch[i]; e++)
-				ret = bench_pingpong_once(bf->fd, bf->ppbuf, x[e].req, x[e].reply);
+			/* As the client asks: each round's requests out at once,
+			 * then their replies. */
+			for (uint32_t e = 0; e < b->nxch[i]; e++)
+				rounds = x[e].round + 1 > rounds ? x[e].round + 1 : rounds;
+			for (uint32_t r = 0; !ret && r < rounds; r++) {
+				for (uint32_t e = 0; !ret && e < b->nxch[i]; e++)
+					if (x[e].round == r)
+						ret = bench_pingpong_send(bf->fds[x[e].server],
+									  bf->ppbufs[x[e].server],
+									  x[e].req, x[e].reply);
+				for (uint32_t e = 0; !ret && e < b->nxch[i]; e++)
+					if (x[e].round == r)
+						ret = bench_pingpong_recv(bf->fds[x[e].server],
+									  bf->ppbufs[x[e].server],
+									  x[e].reply);
+			}
 			if (ret) {
 				fprintf(stderr, "rdps bench sample: ping-pong: %s\n", rdps_strerror(ret));
 				return ret;
@@ -582,7 +603,7 @@ int rdps_bench_sample(int argc, char **argv)
 	struct rdps_table_info ti, te;
 	struct bench_pingpong *pp = NULL;
 	struct batches b = { 0 };
-	struct bufs bf = { .fd = -1 };
+	struct bufs bf = { 0 };
 	uint64_t max_fanout = 0;
 	char pdir[1100], err[1024] = "";
 	bool tcp;
@@ -639,11 +660,19 @@ int rdps_bench_sample(int argc, char **argv)
 			fprintf(stderr, "rdps bench sample: %s\n", err);
 			goto out;
 		}
-		if ((ret = bench_pingpong_open(pp, b.max_msg, &bf.fd, &bf.ppbuf))) {
-			fprintf(stderr, "rdps bench sample: ping-pong connection: %s\n",
-				rdps_strerror(ret));
+		bf.fds = calloc(j.parts, sizeof(*bf.fds));
+		bf.ppbufs = calloc(j.parts, sizeof(*bf.ppbufs));
+		if (!bf.fds || !bf.ppbufs) {
+			fprintf(stderr, "rdps bench sample: out of memory\n");
 			goto out;
 		}
+		for (; bf.nfds < j.parts; bf.nfds++)
+			if ((ret = bench_pingpong_open(pp, b.max_msg, &bf.fds[bf.nfds],
+						       &bf.ppbufs[bf.nfds]))) {
+				fprintf(stderr, "rdps bench sample: ping-pong connection: %s\n",
+					rdps_strerror(ret));
+				goto out;
+			}
 	}
 
 	bench_table_title("neighbour sampling, %s, %u servers (one per part) of %u thread(s), graph of "
@@ -744,9 +773,12 @@ int rdps_bench_sample(int argc, char **argv)
 	}
 	rc = 0;
 out:
-	if (bf.fd >= 0)
-		close(bf.fd);
-	free(bf.ppbuf);
+	for (uint32_t f = 0; f < bf.nfds; f++) {
+		close(bf.fds[f]);
+		free(bf.ppbufs[f]);
+	}
+	free(bf.fds);
+	free(bf.ppbufs);
 	bench_pingpong_stop(pp);
 	free(bf.out.src);
 	free(bf.out.dst);

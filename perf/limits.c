@@ -246,6 +246,20 @@ int bench_pingpong_open(struct bench_pingpong *pp, size_t buf_bytes, int *fd, vo
 	return *buf ? 0 : -ENOMEM;
 }
 
+int bench_pingpong_send(int fd, void *buf, uint32_t req_bytes, uint32_t reply_bytes)
+{
+	uint32_t *hdr = buf;
+
+	hdr[0] = req_bytes;
+	hdr[1] = reply_bytes;
+	return send_all(fd, buf, req_bytes);
+}
+
+int bench_pingpong_recv(int fd, void *buf, uint32_t reply_bytes)
+{
+	return recv_all(fd, buf, reply_bytes);
+}
+
 int bench_pingpong_once(int fd, void *buf, uint32_t req_bytes, uint32_t reply_bytes)
 {
 	uint32_t *hdr = buf;

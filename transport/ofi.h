@@ -331,6 +331,10 @@ int ofi_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const flo
 	     uint32_t n);
 int ofi_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		    const float *grads, const uint32_t *index, uint32_t n);
+int ofi_call_send(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+		  int timeout_ms);
+int ofi_call_recv(struct rdps_conn *c, uint32_t type, void *reply, size_t reply_len,
+		  int timeout_ms);
 int ofi_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
 	     void *reply, size_t reply_len, int timeout_ms);
 /* Whether a connection pulls one-sided (tests, logs). */

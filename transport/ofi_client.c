@@ -1057,3 +1057,38 @@ err_close:
 	ofi_close(&oc->base);
 	return ret;
 }
+
+/* The control connection's call in two halves (a sample asked of several
+ * servers at once). */
+int ofi_call_send(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+		  int timeout_ms)
+{
+	struct ofi_conn *oc = to_ofi_conn(c);
+	int ret;
+
+	if (oc->broken)
+		return -ENOTCONN;
+	if (type == RDPS_REQ_FLUSH || !oc->ctl->ops->call_send)
+		return -EINVAL;
+	ret = oc->ctl->ops->call_send(oc->ctl, type, req, req_len, timeout_ms);
+	if (ret)
+		snprintf(c->errmsg, sizeof(c->errmsg), "%s", oc->ctl->errmsg);
+	return ret;
+}
+
+int ofi_call_recv(struct rdps_conn *c, uint32_t type, void *reply, size_t reply_len,
+		  int timeout_ms)
+{
+	struct ofi_conn *oc = to_ofi_conn(c);
+	int ret;
+
+	if (oc->broken)
+		return -ENOTCONN;
+	if (type == RDPS_REQ_FLUSH || !oc->ctl->ops->call_recv)
+		return -EINVAL;
+	ret = oc->ctl->ops->call_recv(oc->ctl, type, reply, reply_len, timeout_ms);
+	c->reply_len = oc->ctl->reply_len;
+	if (ret)
+		snprintf(c->errmsg, sizeof(c->errmsg), "%s", oc->ctl->errmsg);
+	return ret;
+}

@@ -46,6 +46,7 @@ struct tcp_conn {
 	struct tcp_pending_pull pend[TCP_MAX_PENDING_PULLS];
 	uint32_t npend;
 	bool broken;                       /* stream out of sync: refuse use */
+	int call_out;                      /* type of a sent call not yet answered, or -1 */
 	uint8_t server_nonce[RDPS_NONCE_LEN]; /* the server's challenge */
 };
 
@@ -318,6 +319,7 @@ static int conn_from_fd(int fd, const struct rdps_conn_params *p, struct rdps_co
 	}
 	tc->base.ops = rdps_transport_tcp();
 	tc->fd = fd;
+	tc->call_out = -1;
 	tc->timeout_ms = p->timeout_ms > 0 ? p->timeout_ms : 60000;
 	tc->max_inflight = p->max_inflight_bytes ? p->max_inflight_bytes : (64u << 20);
 	snprintf(tc->base.peer, sizeof(tc->base.peer), "server %u (%s:%u)", p->server_id,
@@ -370,6 +372,9 @@ static int check_usable(struct tcp_conn *tc)
 {
 	if (tc->broken)
 		return -ENOTCONN;
+	/* A call's reply is next on the stream: nothing else until it is read. */
+	if (tc->call_out >= 0)
+		return -EBUSY;
 	return 0;
 }
 
@@ -519,8 +524,8 @@ int tcp_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const void
 	return read_reply(tc, RDPS_REQ_SET, &h, deadline, "the set reply");
 }
 
-int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
-		    void *reply, size_t reply_len, int timeout_ms)
+int tcp_call_send(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+		  int timeout_ms)
 {
 	struct tcp_conn *tc = to_tcp_conn(c);
 	uint64_t deadline = deadline_after(timeout_ms > 0 ? timeout_ms : tc->timeout_ms);
@@ -549,6 +554,25 @@ int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len
 	ret = rdps_sock_sendv(tc->fd, iov, req_len ? 2 : 1, deadline);
 	if (ret)
 		return conn_fail(tc, ret, what);
+	tc->call_out = (int)type;
+	return 0;
+}
+
+int tcp_call_recv(struct rdps_conn *c, uint32_t type, void *reply, size_t reply_len,
+		  int timeout_ms)
+{
+	struct tcp_conn *tc = to_tcp_conn(c);
+	uint64_t deadline = deadline_after(timeout_ms > 0 ? timeout_ms : tc->timeout_ms);
+	struct rdps_wire_hdr h;
+	char what[64];
+	int ret;
+
+	if (tc->broken)
+		return -ENOTCONN;
+	if (tc->call_out != (int)type)
+		return -EINVAL; /* no such call sent */
+	tc->call_out = -1;
+	snprintf(what, sizeof(what), "the %s reply", rdps_req_name((int)type));
 	if (timeout_ms > 0) {
 		int saved = tc->timeout_ms;
 
@@ -578,6 +602,14 @@ int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len
 	if (type == RDPS_REQ_FLUSH)
 		return take_push_err(tc);
 	return 0;
+}
+
+int tcp_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+	     void *reply, size_t reply_len, int timeout_ms)
+{
+	int ret = tcp_call_send(c, type, req, req_len, timeout_ms);
+
+	return ret ? ret : tcp_call_recv(c, type, reply, reply_len, timeout_ms);
 }
 
 int rdps_tcp_bind(struct rdps_conn *c, const void *req, size_t req_len, void *rep,

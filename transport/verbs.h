@@ -229,6 +229,10 @@ int verbs_push(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const f
 	       uint32_t n);
 int verbs_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 		      const float *grads, const uint32_t *index, uint32_t n);
+int verbs_call_send(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+		  int timeout_ms);
+int verbs_call_recv(struct rdps_conn *c, uint32_t type, void *reply, size_t reply_len,
+		  int timeout_ms);
 int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
 	       void *reply, size_t reply_len, int timeout_ms);
 

@@ -744,3 +744,37 @@ err_close:
 	return ret;
 }
 
+/* The control connection's call in two halves (a sample asked of several
+ * servers at once). */
+int verbs_call_send(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+		  int timeout_ms)
+{
+	struct verbs_conn *vc = to_verbs_conn(c);
+	int ret;
+
+	if (vc->broken)
+		return -ENOTCONN;
+	if (type == RDPS_REQ_FLUSH || !vc->ctl->ops->call_send)
+		return -EINVAL;
+	ret = vc->ctl->ops->call_send(vc->ctl, type, req, req_len, timeout_ms);
+	if (ret)
+		snprintf(c->errmsg, sizeof(c->errmsg), "%s", vc->ctl->errmsg);
+	return ret;
+}
+
+int verbs_call_recv(struct rdps_conn *c, uint32_t type, void *reply, size_t reply_len,
+		  int timeout_ms)
+{
+	struct verbs_conn *vc = to_verbs_conn(c);
+	int ret;
+
+	if (vc->broken)
+		return -ENOTCONN;
+	if (type == RDPS_REQ_FLUSH || !vc->ctl->ops->call_recv)
+		return -EINVAL;
+	ret = vc->ctl->ops->call_recv(vc->ctl, type, reply, reply_len, timeout_ms);
+	c->reply_len = vc->ctl->reply_len;
+	if (ret)
+		snprintf(c->errmsg, sizeof(c->errmsg), "%s", vc->ctl->errmsg);
+	return ret;
+}

@@ -377,6 +377,14 @@ struct rdps_transport_ops {
 	 * this wait (0: the connection's). */
 	int (*call)(struct rdps_conn *c, uint32_t type, const void *req,
 		    size_t req_len, void *reply, size_t reply_len, int timeout_ms);
+	/* Optional (NULL: only call): call in two halves, so that a client
+	 * has a request out at several servers at once. call_send sends the
+	 * request (not FLUSH); call_recv(type) waits for its reply as call
+	 * does. Nothing else goes on the connection in between (-EBUSY). */
+	int (*call_send)(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
+			 int timeout_ms);
+	int (*call_recv)(struct rdps_conn *c, uint32_t type, void *reply, size_t reply_len,
+			 int timeout_ms);
 
 	/* Server: binds host:port and exposes regions. On failure returns
 	 * -errno and writes a reason (e.g. the busy port) into err. */
