@@ -320,16 +320,57 @@ static int parse_result_row(FILE *f, const char *key, double *cols, int maxcols,
 	return found;
 }
 
+struct perftest_parse {
+	const char *key;
+	double *cols;
+	int maxcols;
+};
+
+static int parse_perftest(FILE *out, void *arg, char *tail, size_t taillen)
+{
+	struct perftest_parse *pa = arg;
+
+	return parse_result_row(out, pa->key, pa->cols, pa->maxcols, tail, taillen);
+}
+
+/* The client of a server just started: one that comes before the server
+ * listens fails at once ("Couldn't connect", "failed to connect"), so it
+ * is started again every 200 ms until parse() finds its result or 30 s
+ * pass. parse() reads the client's output, keeps its last lines in tail,
+ * and returns how much it found (0: nothing). Returns that, with the last
+ * client's exit in *exit_ret. */
+static int client_until_connected(char *const *argv,
+				  int (*parse)(FILE *out, void *arg, char *tail, size_t taillen),
+				  void *arg, char *tail, size_t taillen, int *exit_ret)
+{
+	uint64_t deadline = rdps_now_ns() + 30ull * 1000000000ull;
+	struct bench_child cli;
+	int found = 0, ret;
+
+	do {
+		struct timespec ts = { 0, 200 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		ret = bench_child_start((char **)argv, NULL, true, false, &cli);
+		if (ret)
+			break;
+		found = parse(cli.out, arg, tail, taillen);
+		ret = bench_child_wait(&cli);
+	} while (!found && ret && rdps_now_ns() < deadline && strstr(tail, "onnect"));
+	*exit_ret = ret;
+	return found;
+}
+
+
 int bench_perftest(const char *tool, const struct bench_perftest_opts *o, uint32_t bytes,
 		   struct bench_perftest *out, char *err, size_t errlen)
 {
 	char size[16], iters[16], secs[16], port[8], gid[8], tmo[16], qps[16], ctail[2048];
 	char *argv[24];
-	struct bench_child srv, cli;
+	struct bench_child srv;
 	bool lat = strstr(tool, "lat") != NULL;
 	double cols[12];
 	int n = 0, ret = -EIO, found = 0;
-	uint64_t deadline;
 
 	snprintf(size, sizeof(size), "%u", bytes);
 	snprintf(iters, sizeof(iters), "%u", o->iters);
@@ -375,18 +416,13 @@ int bench_perftest(const char *tool, const struct bench_perftest_opts *o, uint32
 	 * fails at once ("Couldn't connect"), so retry until a deadline. */
 	argv[n++] = (char *)o->host;
 	argv[n] = NULL;
-	deadline = rdps_now_ns() + 30ull * 1000000000ull;
-	do {
-		struct timespec ts = { 0, 200 * 1000000L };
+	{
+		struct perftest_parse pa = { lat ? "t_typical" : "MsgRate", cols,
+					     (int)RDPS_ARRAY_SIZE(cols) };
 
-		nanosleep(&ts, NULL);
-		ret = bench_child_start(argv, NULL, true, false, &cli);
-		if (ret)
-			break;
-		found = parse_result_row(cli.out, lat ? "t_typical" : "MsgRate", cols,
-					 (int)RDPS_ARRAY_SIZE(cols), ctail, sizeof(ctail));
-		ret = bench_child_wait(&cli);
-	} while (!found && ret && rdps_now_ns() < deadline && strstr(ctail, "onnect"));
+		found = client_until_connected(argv, parse_perftest, &pa, ctail, sizeof(ctail),
+					       &ret);
+	}
 	/* The server exits after its one run. */
 	if (!found)
 		bench_child_kill(&srv);
@@ -540,16 +576,26 @@ static bool parse_fipp_row(FILE *f, double *mb_s, double *usec, char *tail, size
 	return found;
 }
 
+struct fipp_parse {
+	double *mb_s, *usec;
+};
+
+static int parse_fipp(FILE *out, void *arg, char *tail, size_t taillen)
+{
+	struct fipp_parse *pa = arg;
+
+	return parse_fipp_row(out, pa->mb_s, pa->usec, tail, taillen);
+}
+
 int bench_fi_pingpong(const struct bench_fipp_opts *o, uint32_t bytes, struct bench_fipp *out,
 		      char *err, size_t errlen)
 {
 	char size[16], iters[16], port[8], tmo[16], ctail[2048];
 	char *argv[24];
-	struct bench_child srv, cli;
+	struct bench_child srv;
 	double mb_s = NAN, usec = NAN;
 	bool found = false;
 	int n = 0, ret;
-	uint64_t deadline;
 
 	snprintf(size, sizeof(size), "%u", bytes);
 	snprintf(iters, sizeof(iters), "%u", o->iters ? o->iters : 1000);
@@ -582,17 +628,11 @@ int bench_fi_pingpong(const struct bench_fipp_opts *o, uint32_t bytes, struct be
 	argv[n - 2] = "-P";
 	argv[n++] = (char *)o->host;
 	argv[n] = NULL;
-	deadline = rdps_now_ns() + 30ull * 1000000000ull;
-	do {
-		struct timespec ts = { 0, 200 * 1000000L };
+	{
+		struct fipp_parse pa = { &mb_s, &usec };
 
-		nanosleep(&ts, NULL);
-		ret = bench_child_start(argv, NULL, true, false, &cli);
-		if (ret)
-			break;
-		found = parse_fipp_row(cli.out, &mb_s, &usec, ctail, sizeof(ctail));
-		ret = bench_child_wait(&cli);
-	} while (!found && ret && rdps_now_ns() < deadline && strstr(ctail, "onnect"));
+		found = client_until_connected(argv, parse_fipp, &pa, ctail, sizeof(ctail), &ret);
+	}
 	if (!found)
 		bench_child_kill(&srv);
 	else
