@@ -567,7 +567,19 @@ Test(faults, restart_reports_the_rows_it_rolled_back, .timeout = 120)
 	saved_stderr = stderr_to(clog_path);
 	for (uint32_t k = 0; k < 2; k++) {
 		p.client_id = k;
-		cr_assert_eq(rdps_client_create(&p, &c[k], err, sizeof(err)), 0, "%s", err);
+		if (rdps_client_create(&p, &c[k], err, sizeof(err))) {
+			/* CI once saw a connection here time out in the guest:
+			 * say what the port and the servers looked like. */
+			char *s0, *s1, *why0, *why1;
+
+			cr_assert(asprintf(&s0, "%s/server0.log", dir) > 0);
+			cr_assert(asprintf(&s1, "%s/server1.log", dir) > 0);
+			why0 = rdps_test_port_report(ipc.servers[0].port,
+						     (const char *[]){ s0, NULL });
+			why1 = rdps_test_port_report(ipc.servers[1].port,
+						     (const char *[]){ s1, clog_path, NULL });
+			cr_assert_fail("client %u: %s\n%s%s", k, err, why0, why1);
+		}
 	}
 
 	/* Before the checkpoint: kept. */

@@ -8,10 +8,13 @@
 # same test MRR as the same job launched on this host over TCP.
 #
 # Tolerance: two asynchronous trainers interleave their pushes differently on
-# every run. Five host runs of this job (with other work loading the host)
-# gave MRR 0.490..0.500 (spread 0.01); the check allows 0.03, while 100 steps
-# instead of 800 give ~0.26 and an untrained model ~0.005. The job is small
-# because the guests are emulated (TCG): about 2 minutes there.
+# every run, so one run against one run says little: seven host runs of this
+# job gave test MRR 0.461..0.502 (sd ~0.013), and CI once saw the guests at
+# 0.469 against a host run at 0.502. The reference is therefore ten host runs
+# (about a second each): the two-host MRR must lie within 4 standard
+# deviations of their mean (at least 0.03), while 100 steps instead of 800
+# give ~0.26 and an untrained model ~0.005. The job is small because the
+# guests are emulated (TCG): about 2 minutes there.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILD=$(cd "${1:?build dir}" && pwd)
@@ -32,17 +35,21 @@ train_args=(--data "$OUT/kg" --partition "$OUT/part" --model_name DistMult --hid
 
 mrr_of() { sed -n 's/.*Test average MRR : \([0-9.]*\).*/\1/p' "$@" | head -1; }
 
-echo "== reference: the same job on this host over TCP (rdps launch --backend local)"
+echo "== reference: the same job on this host over TCP (rdps launch --backend local), 10 runs"
 port=$((31000 + RANDOM % 2000))
-printf '127.0.0.1 %d 1\n127.0.0.1 %d 1\n' "$port" "$((port + 100))" >"$OUT/ip_local.txt"
-timeout 300 "$RDPS" launch --backend local --ip_config "$OUT/ip_local.txt" -- \
-	"${train_args[@]}" --transport tcp >"$OUT/local.log" 2>&1 || {
-	tail -20 "$OUT/local.log"
-	echo "launch.sh: the local job failed (log: $OUT/local.log)"
-	exit 1
-}
-local_mrr=$(mrr_of "$OUT/local.log")
-echo "local launch over tcp: test MRR $local_mrr"
+local_mrrs=()
+for run in $(seq 1 10); do
+	lport=$((31000 + RANDOM % 2000))
+	printf '127.0.0.1 %d 1\n127.0.0.1 %d 1\n' "$lport" "$((lport + 100))" >"$OUT/ip_local.txt"
+	timeout 300 "$RDPS" launch --backend local --ip_config "$OUT/ip_local.txt" -- \
+		"${train_args[@]}" --transport tcp >"$OUT/local$run.log" 2>&1 || {
+		tail -20 "$OUT/local$run.log"
+		echo "launch.sh: local run $run failed (log: $OUT/local$run.log)"
+		exit 1
+	}
+	local_mrrs+=("$(mrr_of "$OUT/local$run.log")")
+done
+echo "local launches over tcp: test MRR ${local_mrrs[*]}"
 
 echo "== two hosts: machine 0 in guest a, machine 1 in guest b, over verbs"
 printf '10.99.0.1 %d 1\n10.99.0.2 %d 1\n' "$port" "$port" >"$OUT/ip_config.txt"
@@ -74,10 +81,15 @@ for g in a b; do
 done
 two_host_mrr=$(mrr_of "$OUT/pair/a.log" "$OUT/pair/b.log")
 [ -n "$two_host_mrr" ] || { echo "launch.sh: no test MRR in the guests' logs"; exit 1; }
-echo "test MRR: local launch over tcp $local_mrr, two hosts over verbs $two_host_mrr"
-awk -v a="$local_mrr" -v b="$two_host_mrr" 'BEGIN {
-	d = a - b; if (d < 0) d = -d
-	if (a < 0.4) { print "launch.sh: the local job did not learn (MRR " a ")"; exit 1 }
-	if (d > 0.03) { print "launch.sh: MRR differs by " d " (> 0.03)"; exit 1 }
-	print "launch.sh: MRR within " d " of the local launch (tolerance 0.03)"
-}'
+echo "test MRR: two hosts over verbs $two_host_mrr; local launches over tcp ${local_mrrs[*]}"
+printf '%s\n' "${local_mrrs[@]}" | awk -v b="$two_host_mrr" '
+	{ n++; sum += $1; sq += $1 * $1; if (n == 1 || $1 < lo) lo = $1; if (n == 1 || $1 > hi) hi = $1 }
+	END {
+		mean = sum / n; var = sq / n - mean * mean; sd = sqrt(var > 0 ? var * n / (n - 1) : 0)
+		tol = 4 * sd; if (tol < 0.03) tol = 0.03
+		if (lo < 0.4) { print "launch.sh: a local run did not learn (MRR " lo ")"; exit 1 }
+		d = b - mean; if (d < 0) d = -d
+		printf "local runs: mean %.4f, sd %.4f, range %.4f..%.4f; two hosts %.4f: off by %.4f, tolerance %.4f\n", mean, sd, lo, hi, b, d, tol
+		if (d > tol) { print "launch.sh: the two-host MRR is outside the band of the local runs"; exit 1 }
+		print "launch.sh: the two-host MRR is within the band of the local runs"
+	}'

@@ -68,7 +68,10 @@ static int port_free(int port)
 	if (s < 0)
 		return 0;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* The wildcard address: it conflicts with a listener on any address
+	 * (tests in the soft-RoCE guest listen on RDPS_TEST_HOST, not on
+	 * 127.0.0.1) and with a connection using the port as its own. */
+	a.sin_addr.s_addr = htonl(INADDR_ANY);
 	ok = bind(s, (struct sockaddr *)&a, sizeof(a)) == 0;
 	close(s);
 	return ok;
@@ -149,6 +152,37 @@ int rdps_test_wait_port(const char *host, int port, int timeout_ms)
 		usleep(10000);
 	}
 	return -ETIMEDOUT;
+}
+
+char *rdps_test_port_report(int port, const char *const *logs)
+{
+	char cmd[160], *out = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&out, &len), *p;
+
+	if (!m)
+		return strdup("(no memory for the report)");
+	snprintf(cmd, sizeof(cmd), "ss -tanpo '( sport = :%d or dport = :%d )' 2>&1", port, port);
+	fprintf(m, "sockets on port %d:\n", port);
+	p = popen(cmd, "r");
+	if (p) {
+		char line[512];
+
+		while (fgets(line, sizeof(line), p))
+			fputs(line, m);
+		pclose(p);
+	}
+	for (; logs && *logs; logs++) {
+		char *text = rdps_test_slurp(*logs), *tail = text;
+
+		/* The last 2 KiB: enough for a server's start-up and its errors. */
+		if (text && strlen(text) > 2048)
+			tail = text + strlen(text) - 2048;
+		fprintf(m, "---- %s%s\n%s", *logs, text ? "" : " (cannot read)", tail ? tail : "");
+		free(text);
+	}
+	fclose(m);
+	return out;
 }
 
 char *rdps_test_slurp(const char *path)

@@ -15,7 +15,8 @@ int rdps_test_rmtree(const char *dir);
 /* Writes text to dir/name; returns the malloc'd path. */
 char *rdps_test_write(const char *dir, const char *name, const char *text);
 
-/* A base port such that base..base+n-1 are free on 127.0.0.1 now. */
+/* A base port such that base..base+n-1 are free on every address now (no
+ * listener, no connection using them as their own port). */
 int rdps_test_free_ports(int n);
 
 /* Starts argv (argv[0] a path) with stdout+stderr appended to log. */
@@ -27,6 +28,11 @@ int rdps_test_wait(pid_t pid, int timeout_ms, int *status);
 
 /* Polls until host:port accepts a TCP connection, up to timeout_ms. */
 int rdps_test_wait_port(const char *host, int port, int timeout_ms);
+
+/* What a failed connection to port needs said (malloc'd, never NULL): the
+ * sockets on it as `ss -tanpo` shows them, and the last lines of each log in
+ * logs (NULL-terminated, may be NULL). */
+char *rdps_test_port_report(int port, const char *const *logs);
 
 /* Reads a whole file into a malloc'd NUL-terminated string (NULL on error). */
 char *rdps_test_slurp(const char *path);
