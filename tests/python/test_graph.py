@@ -79,6 +79,32 @@ def test_node_data_matches_the_dataset(graph):
     assert e.value.errno == errno.EPERM and "read-only" in str(e.value)
 
 
+def test_edge_data_matches_the_dataset(graph):
+    g, ds = graph
+    idmap, edges, etypes = ds["idmap"], ds["edges"], ds["etypes"]
+    et, orig = g.edata[dist.graph.ETYPE], g.edata[dist.graph.ORIG_ID]
+    assert set(g.edata) == {dist.graph.ETYPE, dist.graph.ORIG_ID}
+    assert isinstance(et, dist.DistTensor) and et.shape == (g.num_edges(),)
+    assert et.dtype == torch.int64 and len(orig) == g.num_edges()
+    eids = torch.arange(g.num_edges())
+    src, dst, types = g.find_edges(eids, etype=True)
+    assert torch.equal(et[eids], types)
+    # each edge is the dataset's row orig_id, with that row's type
+    o = orig[eids].numpy()
+    assert sorted(o.tolist()) == list(range(len(edges)))
+    assert np.array_equal(idmap[src.numpy()], edges[o, 0])
+    assert np.array_equal(idmap[dst.numpy()], edges[o, 1])
+    assert np.array_equal(types.numpy(), etypes[o])
+    some = torch.tensor([7, 3, 7, g.num_edges() - 1])
+    assert et[some].tolist() == types[some].tolist() and int(et[3]) == int(types[3])
+    with pytest.raises(RdpsError) as e:
+        et[[0]] = torch.tensor([1])
+    assert e.value.errno == errno.EPERM and "read-only" in str(e.value)
+    with pytest.raises(RdpsError) as e:
+        et[[g.num_edges()]]
+    assert e.value.errno == errno.ERANGE
+
+
 def test_sampling_both_ways(graph):
     g, ds = graph
     idmap = ds["idmap"]

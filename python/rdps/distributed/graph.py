@@ -23,14 +23,18 @@ import torch
 from .._errors import RdpsError
 from .._ffi import SAMPLE_MAX_FANOUT, ffi, lib, string
 from . import _context
-from .tensor import DistTensor
+from .tensor import DistTensor, as_ids
 
 NID = "_ID"          # DGL's key of a block's global node ids
 EID = "_ID"
 ETYPE = "etype"
 
+ORIG_ID = "orig_id"  # the edge's row in the dataset's edges.npy (DGL's orig_id)
+
 _NDATA = "ndata:"
 _INDPTR = "graph:indptr"
+_EDGES = "graph:edges"
+_EDGE_COLUMNS = {ETYPE: 2, ORIG_ID: 3}  # of the edge table's (src, dst, type, orig)
 
 
 def _u64(a):
@@ -97,10 +101,46 @@ class GraphPartitionBook:
 
 
 class _DataView(dict):
-    """g.ndata: name -> DistTensor of the graph's node data."""
+    """g.ndata / g.edata: name -> DistTensor of the graph's node or edge data."""
 
     def __repr__(self):
         return "{%s}" % ", ".join("'%s': %r" % kv for kv in self.items())
+
+
+class _EdgeColumn(DistTensor):
+    """g.edata[ETYPE] and g.edata[ORIG_ID]: a column of the servers' edge
+    table (src, dst, type, original row per edge id), read-only as the
+    graph's structure is. t[eids] reads the edges' rows and keeps the
+    column: int64, shape (len(eids),)."""
+
+    @classmethod
+    def _column(cls, key, col):
+        self = cls._attach(_EDGES)
+        self._col, self._row_shape = col, self._shape
+        self._shape = (self._shape[0],)
+        self._name = "%s[%s]" % (_EDGES, key)
+        return self
+
+    def __getitem__(self, idx):
+        ctx = self._live()
+        ids, scalar = as_ids(idx, self._shape[0])
+        rows = torch.empty((len(ids),) + self._row_shape[1:], dtype=torch.int64)
+        if len(ids):
+            ctx.check(lib.rdps_client_get(ctx.client, self._id, _u64(ids), len(ids),
+                                          ffi.cast("void *", rows.data_ptr())),
+                      "DistGraph edata '%s'" % self._name)
+        col = rows[:, self._col].contiguous()
+        return col[0] if scalar else col
+
+    def __setitem__(self, idx, values):
+        raise RdpsError(-errno.EPERM, "DistGraph edata '%s' is read-only (the graph's "
+                        "structure, served as the partition holds it)" % self._name)
+
+    def count_nonzero(self):
+        n = 0
+        for lo in range(0, self._shape[0], 1 << 20):
+            n += int(torch.count_nonzero(self[lo:min(self._shape[0], lo + (1 << 20))]))
+        return n
 
 
 class DistGraph:
@@ -143,6 +183,8 @@ class DistGraph:
             if name.startswith(_NDATA):
                 self.ndata[name[len(_NDATA):]] = DistTensor._attach(name)
         self.edata = _DataView()
+        for key, col in _EDGE_COLUMNS.items():
+            self.edata[key] = _EdgeColumn._column(key, col)
 
     def _live(self):
         ctx = _context._context()
@@ -194,9 +236,9 @@ class DistGraph:
         return out + (torch.from_numpy(et),) if etype is True else out
 
     def __repr__(self):
-        return "DistGraph('%s', num_nodes=%d, num_edges=%d, parts=%d, ndata=%s)" % (
+        return "DistGraph('%s', num_nodes=%d, num_edges=%d, parts=%d, ndata=%s, edata=%s)" % (
             self._name, self.num_nodes(), self.num_edges(), self.num_parts,
-            sorted(self.ndata))
+            sorted(self.ndata), sorted(self.edata))
 
 
 class SampledEdges:
