@@ -1196,11 +1196,15 @@ int rdps_client_call_many(struct rdps_client *c, uint32_t type, uint32_t n,
 		return 0;
 	}
 	for (int attempt = 0;; attempt++) {
-		uint32_t sent = 0, bad = 0;
+		uint32_t sent = 0, bad = 0, late = 0;
+		uint64_t deadline;
 
 		if (ensure_conns(c))
 			return -ENOTCONN;
 		ret = 0;
+		/* One deadline for every reply: the servers work at once, so a
+		 * call waits one timeout in all, not one per server. */
+		deadline = rdps_now_ns() + (uint64_t)c->cp.timeout_ms * 1000000ull;
 		for (; sent < n; sent++) {
 			ret = c->ops->call_send(c->conns[servers[sent]], type, reqs[sent],
 						req_lens[sent], 0);
@@ -1213,8 +1217,11 @@ int rdps_client_call_many(struct rdps_client *c, uint32_t type, uint32_t n,
 		 * connections stay in step. */
 		for (uint32_t i = 0; i < sent; i++) {
 			struct rdps_conn *conn = c->conns[servers[i]];
-			int r = c->ops->call_recv(conn, type, replies[i], reply_caps[i], 0);
+			int left = rdps_ms_until(deadline), r;
 
+			/* Past the deadline, a reply already here is still read. */
+			r = c->ops->call_recv(conn, type, replies[i], reply_caps[i], left ? left : 1);
+			late += r == -ETIMEDOUT;
 			if (!r)
 				reply_lens[i] = conn->reply_len;
 			else if (!ret) {
@@ -1225,6 +1232,11 @@ int rdps_client_call_many(struct rdps_client *c, uint32_t type, uint32_t n,
 		if (!ret)
 			return 0;
 		ret = conn_fail(c, ret, bad);
+		if (late && ret == -ETIMEDOUT)
+			snprintf(c->errmsg, sizeof(c->errmsg),
+				 "%s: no %s reply within %d ms (%u of the %u servers asked at once "
+				 "did not answer in time)", c->conns[bad]->peer,
+				 rdps_req_name((int)type), c->cp.timeout_ms, late, sent);
 		/* Once more after a reconnection: the requests change nothing. */
 		if (attempt || recover(c, ret))
 			return ret;

@@ -31,10 +31,12 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "common/npy.h"
 #include "rdps/common.h"
@@ -669,6 +671,85 @@ ParameterizedTest(struct transport_param *tp, graph, bad_calls_and_hostile_reque
 }
 
 /* ---------------------------------------------------------------------- */
+
+/*
+ * RPC sampling asks every server holding seeds at once, so with all of them
+ * stopped a call fails after one timeout, not one per server (it waited 2 x
+ * 1.5 s before). Two `rdps server --graph` processes over tcp (verbs in
+ * the soft-RoCE guest), SIGSTOPped.
+ * Control: the same call succeeds just before the stop, and the timeout was
+ * waited (the servers really did not answer).
+ */
+Test(graph, rpc_sampling_waits_one_timeout_for_all_servers)
+{
+	enum { TIMEOUT_MS = 1500, FANOUT = 4 };
+	const char *tenv = getenv("RDPS_TEST_TRANSPORTS");
+	char transport[16] = "tcp", text[96], *ipc_path, sid[SERVERS][8], *log[SERVERS];
+	struct rdps_client_params p = { .client_id = 0, .num_clients = 1,
+					 .timeout_ms = TIMEOUT_MS, .quiet = true };
+	struct rdps_ipconfig ipc;
+	struct rdps_client *c;
+	struct rdps_graph *g;
+	static uint64_t seeds[N], src[N * FANOUT], dst[N * FANOUT];
+	struct rdps_sampled out = { .src = src, .dst = dst };
+	pid_t srv[SERVERS];
+	uint64_t t0, waited_ms;
+	int ret, st;
+
+	/* verbs in the soft-RoCE guest (RDPS_TEST_TRANSPORTS=verbs), else tcp */
+	if (tenv && strstr(tenv, "verbs"))
+		snprintf(transport, sizeof(transport), "verbs");
+	snprintf(text, sizeof(text), "%s %d %d\n", test_host(), rdps_test_free_ports(SERVERS),
+		 SERVERS);
+	ipc_path = rdps_test_write(tmp, "ip_config_rpc.txt", text);
+	cr_assert_eq(rdps_ipconfig_parse("t", text, &ipc, err, sizeof(err)), 0, "%s", err);
+	for (uint32_t s = 0; s < SERVERS; s++) {
+		char *argv[] = { RDPS_BIN, "server", "--ip_config", ipc_path, "--server_id", sid[s],
+				 "--transport", transport, "--graph", pdir, "--quiet", NULL };
+
+		snprintf(sid[s], sizeof(sid[s]), "%u", s);
+		cr_assert(asprintf(&log[s], "%s/rpc-server%u.log", tmp, s) > 0);
+		srv[s] = rdps_test_spawn(argv, log[s]);
+		cr_assert_eq(rdps_test_wait_port(ipc.servers[s].host, ipc.servers[s].port, 30000), 0,
+			     "server %u did not start (log %s)", s, log[s]);
+	}
+	p.transport = transport;
+	p.servers = &ipc;
+	cr_assert_eq(rdps_client_create(&p, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rdps_graph_open(c, &g), 0, "%s", rdps_client_errmsg(c));
+	for (uint64_t v = 0; v < N; v++)
+		seeds[v] = v; /* both parts' nodes */
+	cr_assert_eq(rdps_graph_sample_neighbors(g, seeds, N, FANOUT, RDPS_SAMPLE_RPC, 1, &out), 0,
+		     "before the stop: %s", rdps_client_errmsg(c));
+	cr_assert_gt(out.num_edges, 0);
+
+	for (uint32_t s = 0; s < SERVERS; s++)
+		cr_assert_eq(kill(srv[s], SIGSTOP), 0);
+	t0 = rdps_now_ns();
+	ret = rdps_graph_sample_neighbors(g, seeds, N, FANOUT, RDPS_SAMPLE_RPC, 2, &out);
+	waited_ms = (rdps_now_ns() - t0) / 1000000;
+	cr_log_info("rpc sampling over %s with both servers stopped: %d after %llu ms: %s",
+		    transport, ret, (unsigned long long)waited_ms, rdps_client_errmsg(c));
+	cr_assert_eq(ret, -ETIMEDOUT, "with the servers stopped: %d (%s)", ret,
+		     rdps_client_errmsg(c));
+	cr_assert_geq(waited_ms, TIMEOUT_MS - 100, "did not wait for the servers: %llu ms",
+		      (unsigned long long)waited_ms);
+	cr_assert_lt(waited_ms, 2 * TIMEOUT_MS - 300,
+		     "waited %llu ms: one %d ms timeout per server, not one for all",
+		     (unsigned long long)waited_ms, TIMEOUT_MS);
+	cr_assert(strstr(rdps_client_errmsg(c), "asked at once"), "%s", rdps_client_errmsg(c));
+
+	rdps_graph_close(g);
+	rdps_client_destroy(c);
+	for (uint32_t s = 0; s < SERVERS; s++) {
+		kill(srv[s], SIGKILL);
+		kill(srv[s], SIGCONT);
+		cr_assert_eq(rdps_test_wait(srv[s], 10000, &st), 0);
+		free(log[s]);
+	}
+	rdps_ipconfig_free(&ipc);
+	free(ipc_path);
+}
 
 Test(graph, choose_is_floyd_uniform_and_sorted)
 {
