@@ -21,6 +21,10 @@
 #   --big-epochs N       epochs of the --big-scale run (default 10: one epoch
 #                        leaves the degree-1..2 entities, most of them, with a
 #                        step or two each, and its sampled MRR near random)
+#   --methods LIST       partitioning methods of --scales (default metis,random)
+#   --add                with --only partition: keep the results on record, the
+#                        runs asked for replacing only their own lines (e.g.
+#                        --scales 1.0 --methods random --only partition --add)
 #   --only PHASE         partition (generation and partitioning of --scales),
 #                        train (the training runs; their graphs are made if
 #                        missing), or big (the --big-scale runs only): one part,
@@ -56,6 +60,8 @@ STEPS=3000
 NS=1
 ONLY=
 BIG_EPOCHS=10
+METHODS=metis,random
+ADD=0
 while (($#)); do
 	case $1 in
 	--scales) SCALES=${2:?}; shift ;;
@@ -68,6 +74,9 @@ while (($#)); do
 	--build) BUILD=${2:?}; shift ;;
 	--big-epochs) BIG_EPOCHS=${2:?}; shift
 		[[ $BIG_EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "perf/scale.sh: --big-epochs wants a positive integer" >&2; exit 2; } ;;
+	--methods) METHODS=${2:?}; shift
+		[[ $METHODS =~ ^(metis|random)(,(metis|random))*$ ]] || { echo "perf/scale.sh: --methods takes metis and/or random" >&2; exit 2; } ;;
+	--add) ADD=1 ;;
 	--only) ONLY=${2:?}; shift; [[ $ONLY == partition || $ONLY == train || $ONLY == big ]] || { echo "perf/scale.sh: --only partition|train|big" >&2; exit 2; } ;;
 	-h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "perf/scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -83,7 +92,12 @@ die() { echo "perf/scale.sh: $*" >&2; exit 1; }
 [[ -x $RDPS ]] || die "$RDPS is missing: build first (cmake --build $BUILD)"
 command -v /usr/bin/time >/dev/null || die "/usr/bin/time is missing (apt-get install time)"
 mkdir -p "$OUT" "$DATA"
+if ((ADD)); then
+	[[ $ONLY == partition ]] || die "--add goes with --only partition"
+	ONLY=add-partition
+fi
 case $ONLY in
+add-partition) ;;
 partition) rm -f "$OUT"/gen.jsonl "$OUT"/partition.jsonl "$OUT"/gen-*.log "$OUT"/partition-*.log ;;
 train) rm -f "$OUT"/train.jsonl "$OUT"/load-*.jsonl "$OUT"/train-*.log "$OUT"/load-*.log ;;
 big) rm -f "$OUT"/train-big*.log
@@ -114,6 +128,19 @@ rss_sampler() {
 	done
 }
 
+# With --add: drops the lines of file whose bench and scale (and method, if
+# given) are those of the run about to append its own.
+forget() { # file bench scale [method]
+	((ADD)) && [[ -f $1 ]] || return 0
+	/usr/bin/python3 -c "
+import json, sys
+p, bench, scale, method = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+keep = [l for l in open(p) if not (json.loads(l).get('bench') in (bench, 'scale_skip')
+        and json.loads(l).get('scale') == scale
+        and (not method or json.loads(l).get('method', method) == method))]
+open(p, 'w').writelines(keep)" "$1" "$2" "$3" "${4:-}"
+}
+
 json() { # key=value ... -> one JSON object (numbers bare, the rest quoted)
 	local first=1 kv k v
 	printf '{'
@@ -141,6 +168,7 @@ dataset() { # F -> path (generated once)
 		/usr/bin/time -f "%M" -o "$DATA/gen-$f.rss" \
 			"$RDPS" dataset synth "$d" --like freebase86m --scale "$f" --seed 1 --force \
 			>"$OUT/gen-$f.log" 2>&1 || die "generation of F=$f failed: $(tail -3 "$OUT/gen-$f.log")"
+		forget "$OUT/gen.jsonl" scale_gen "$f"
 		json bench=scale_gen scale="$f" seconds=$((SECONDS - s)) \
 			peak_rss_mib="$(awk '{ printf "%.1f", $1 / 1024 }' "$DATA/gen-$f.rss")" \
 			>>"$OUT/gen.jsonl"
@@ -158,6 +186,7 @@ partition() { # F method -> partition dir
 		"$RDPS" partition --data "$d" -k 2 --out "$p" --method "$m" --force >"$log" 2>&1 ||
 		die "partition of F=$f ($m) failed: $(tail -3 "$log")"
 	read -r secs kib <"$DATA/part.time"
+	forget "$OUT/partition.jsonl" scale_partition "$f" "$m"
 	/usr/bin/python3 "$ROOT/perf/scale_parse.py" partition "$p/partition.json" "$secs" "$kib" \
 		"$m" "$f" "$log" >>"$OUT/partition.jsonl"
 	echo "$p"
@@ -165,6 +194,7 @@ partition() { # F method -> partition dir
 
 IFS=, read -ra SC <<<"$SCALES"
 [[ $ONLY == train || $ONLY == big ]] && SC=()
+IFS=, read -ra METHOD_LIST <<<"$METHODS"
 for f in "${SC[@]}"; do
 	if [[ $f == 1.0 || $f == 1 ]]; then
 		avail=$(df -Pk "$DATA" | awk 'NR == 2 { print $4 }')
@@ -174,8 +204,9 @@ for f in "${SC[@]}"; do
 			continue
 		fi
 	fi
-	partition "$f" metis >/dev/null
-	partition "$f" random >/dev/null
+	for m in "${METHOD_LIST[@]}"; do
+		partition "$f" "$m" >/dev/null
+	done
 	# The random partition is only for the comparison: its files go.
 	rm -rf "$DATA/fb-$f-random"
 	# Keep the largest datasets only while they are needed.
@@ -234,7 +265,7 @@ job() {
 		"$DATA/rss-$label" "$log" "${nsmode:-local}" >>"$OUT/train.jsonl"
 }
 
-if [[ $ONLY == partition ]]; then
+if [[ $ONLY == *partition ]]; then
 	step "report"
 	/usr/bin/python3 "$ROOT/perf/report.py" "$ROOT/perf/results" "$ROOT/perf"
 	step "done ($((SECONDS - T0)) s)"
