@@ -122,14 +122,8 @@ class _EdgeColumn(DistTensor):
         return self
 
     def __getitem__(self, idx):
-        ctx = self._live()
         ids, scalar = as_ids(idx, self._shape[0])
-        rows = torch.empty((len(ids),) + self._row_shape[1:], dtype=torch.int64)
-        if len(ids):
-            ctx.check(lib.rdps_client_get(ctx.client, self._id, _u64(ids), len(ids),
-                                          ffi.cast("void *", rows.data_ptr())),
-                      "DistGraph edata '%s'" % self._name)
-        col = rows[:, self._col].contiguous()
+        col = self._rows(ids, self._row_shape[1:])[:, self._col].contiguous()
         return col[0] if scalar else col
 
     def __setitem__(self, idx, values):

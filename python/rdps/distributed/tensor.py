@@ -258,14 +258,19 @@ class DistTensor:
                             "left (finalize)" % self._name)
         return ctx
 
-    def __getitem__(self, idx):
+    def _rows(self, ids, row_shape):
+        """The table's rows ids (as_ids), each of row_shape, as stored."""
         ctx = self._live()
-        ids, scalar = as_ids(idx, self._shape[0])
-        out = torch.empty((len(ids),) + self._shape[1:], dtype=self._storage)
+        out = torch.empty((len(ids),) + tuple(row_shape), dtype=self._storage)
         if len(ids):
             ctx.check(lib.rdps_client_get(ctx.client, self._id, _uint64_ptr(ids), len(ids),
                                           ffi.cast("void *", out.data_ptr())),
                       "DistTensor '%s': get" % self._name)
+        return out
+
+    def __getitem__(self, idx):
+        ids, scalar = as_ids(idx, self._shape[0])
+        out = self._rows(ids, self._shape[1:])
         if self._dtype == torch.bool:
             out = out.bool()
         return out[0] if scalar else out
