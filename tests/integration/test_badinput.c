@@ -116,11 +116,19 @@ static int recv_reply(int s, uint8_t type, char *msg, size_t msglen)
 	return h.status;
 }
 
+/* Closed: an end of stream, or a reset. A server that closes with input
+ * it did not read (the payload of a frame it refused by its header) makes
+ * the kernel send RST instead of FIN: seen in the soft-RoCE guest, where
+ * the payload arrives after the server read the header. Kept open: the
+ * receive timeout (5 s) runs out (EAGAIN). */
 static void expect_closed(int s)
 {
 	char c;
+	ssize_t n = recv(s, &c, 1, 0);
 
-	cr_assert_eq(recv(s, &c, 1, 0), 0, "server kept the connection open");
+	cr_assert(n == 0 || (n < 0 && errno == ECONNRESET),
+		  "server kept the connection open (recv: %zd, %s)", n,
+		  n < 0 ? strerror(errno) : "a byte");
 }
 
 static void hello(int s, uint32_t client_id)

@@ -24,6 +24,7 @@ target_link_libraries(softroce_guest_common PUBLIC rdps_all rdps_test_support)
 add_executable(softroce_guest_verbs ${RDPS_SOFTROCE_DIR}/guest_verbs.c)
 target_link_libraries(softroce_guest_verbs PRIVATE softroce_guest_common)
 add_dependencies(softroce_guest_verbs rdps integration_test_cluster integration_test_faults
+  integration_test_badinput integration_test_auth
   kvstore_test_server_threads integration_test_tables softroce_guest_scale
   softroce_guest_sessions softroce_guest_graph graph_test_graph)
 # 64 clients over one receive queue, clients killed with pushes in flight.

@@ -5,7 +5,8 @@
 #    suite and the load-and-faults test over verbs, servers and clients on
 #    the guest's rxe address; the graph suite over verbs and one-sided
 #    sampling with the graph's servers stopped (guest_graph.c); the
-#    integration suites over ofi with libfabric's verbs;ofi_rxm.
+#    integration suites (tables, exact sums, bad input, auth, faults) over
+#    ofi with libfabric's verbs;ofi_rxm.
 # 2. Two guests as two hosts: 2 servers in guest a, the integration suite's
 #    3 clients in guest b (RDPS_TEST_REMOTE_PORT), over verbs.
 set -euo pipefail
@@ -56,6 +57,10 @@ RDPS_TEST_GRAPH_PARTS="$GRAPH" tests/softroce_guest_graph --jobs 1 --verbose
 echo "== ofi over verbs;ofi_rxm: tables made by clients, then the integration suite"
 FI_PROVIDER="verbs;ofi_rxm" RDPS_TEST_TRANSPORTS=ofi tests/integration_test_tables --jobs 1 --verbose
 FI_PROVIDER="verbs;ofi_rxm" RDPS_TEST_TRANSPORTS=ofi tests/integration_test_cluster --jobs 1 --verbose
+echo "== ofi over verbs;ofi_rxm: bad input, authentication, load and faults"
+FI_PROVIDER="verbs;ofi_rxm" RDPS_TEST_TRANSPORTS=ofi tests/integration_test_badinput --jobs 1 --verbose
+FI_PROVIDER="verbs;ofi_rxm" RDPS_TEST_TRANSPORTS=ofi tests/integration_test_auth --jobs 1 --verbose
+FI_PROVIDER="verbs;ofi_rxm" RDPS_TEST_TRANSPORTS=ofi tests/integration_test_faults --jobs 1 --verbose
 echo "== deterministic training: tcp and verbs give bit-identical embeddings"
 d=\$(mktemp -d)
 ./rdps dataset synth "\$d/kg" --entities 2000 --relations 16 --triples 20000 --communities 8 --seed 3 >/dev/null
