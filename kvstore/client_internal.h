@@ -22,7 +22,9 @@ int rdps_client_call_idempotent(struct rdps_client *c, uint32_t s, uint32_t type
 /* As rdps_client_call_idempotent, to servers[0..n) at once (request i to
  * servers[i], distinct servers): every request is sent before any reply is
  * awaited where the transport splits its calls (call_send/call_recv), one
- * after the other where it does not. reply_lens[i] gets reply i's bytes. */
+ * after the other where it does not; the replies are awaited against one
+ * deadline (the client's timeout), not one per server. reply_lens[i] gets
+ * reply i's bytes. */
 int rdps_client_call_many(struct rdps_client *c, uint32_t type, uint32_t n,
 			  const uint32_t *servers, void *const *reqs, const size_t *req_lens,
 			  void *const *replies, const size_t *reply_caps, size_t *reply_lens);
