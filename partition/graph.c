@@ -225,6 +225,15 @@ static int validate(struct gb *g)
 				    "tables with the graph's 5: a graph may take at most %d of a "
 				    "server's %d tables", ndata, ndata + 5, RDPS_GRAPH_MAX_TABLES,
 				    RDPS_MAX_TABLES);
+	if (g->o->trainers_per_part > 1 && g->o->method == RDPS_PARTITION_METIS &&
+	    !g->o->assignment) {
+		ndata += g->T + g->R; /* "trainer_id" of every type */
+		if (5 + ndata > RDPS_GRAPH_MAX_TABLES)
+			return rdps_pt_fail(g->err, g->errlen, -EINVAL, "%u node and edge data with "
+					    "the trainer ids make %u tables with the graph's 5: a "
+					    "graph may take at most %d", ndata, ndata + 5,
+					    RDPS_GRAPH_MAX_TABLES);
+	}
 	g->data = calloc(ndata ? ndata : 1, sizeof(*g->data));
 	if (!g->data)
 		return fail_oom(g);
@@ -268,6 +277,18 @@ static int validate(struct gb *g)
 	if (!g->o->k || g->o->k > g->N)
 		return rdps_pt_fail(g->err, g->errlen, -EINVAL, "%u parts of %llu nodes", g->o->k,
 				    (unsigned long long)g->N);
+	if (g->o->trainers_per_part > 1 &&
+	    (uint64_t)g->o->k * g->o->trainers_per_part > g->N)
+		return rdps_pt_fail(g->err, g->errlen, -EINVAL, "%u parts of %u trainers each: "
+				    "more than the %llu nodes", g->o->k, g->o->trainers_per_part,
+				    (unsigned long long)g->N);
+	if (g->o->assignment)
+		for (uint64_t v = 0; v < g->N; v++)
+			if (g->o->assignment[v] >= g->o->k)
+				return rdps_pt_fail(g->err, g->errlen, -EINVAL, "node %llu is "
+						    "assigned part %u of %u",
+						    (unsigned long long)v, g->o->assignment[v],
+						    g->o->k);
 	if (g->o->method == RDPS_PARTITION_METIS && g->o->k > 1 &&
 	    (g->N > INT32_MAX || 2 * g->E > INT32_MAX))
 		return rdps_pt_fail(g->err, g->errlen, -EOVERFLOW, "%llu nodes and %llu edges: "
@@ -378,7 +399,8 @@ static inline void endpoints(const struct gb *g, uint32_t e, uint64_t i, uint64_
  * count the weight); a constraint per class, [in-edges]. */
 static int part_metis(struct gb *g)
 {
-	idx_t nv = (idx_t)g->N, ncon, nparts = (idx_t)g->o->k, objval = 0;
+	uint32_t t = g->o->trainers_per_part > 1 ? g->o->trainers_per_part : 1;
+	idx_t nv = (idx_t)g->N, ncon, nparts = (idx_t)(g->o->k * t), objval = 0;
 	idx_t options[METIS_NOPTIONS], *xadj = NULL, *adj = NULL, *wgt = NULL, *vwgt = NULL;
 	idx_t *part = NULL, *pos = NULL;
 	real_t *ubvec = NULL;
@@ -452,8 +474,8 @@ static int part_metis(struct gb *g)
 	METIS_SetDefaultOptions(options);
 	options[METIS_OPTION_SEED] = (idx_t)(g->o->seed & 0x7fffffff);
 	options[METIS_OPTION_NUMBERING] = 0;
-	rdps_info("graph partition: METIS_PartGraphKway k=%u on %llu nodes, %llu distinct "
-		  "undirected edges, %d constraint(s): %u balance class(es)%s", g->o->k,
+	rdps_info("graph partition: METIS_PartGraphKway k=%d on %llu nodes, %llu distinct "
+		  "undirected edges, %d constraint(s): %u balance class(es)%s", (int)nparts,
 		  (unsigned long long)g->N, (unsigned long long)w / 2, (int)ncon, ncls,
 		  c_edges >= 0 ? ", in-edges" : "");
 	r = METIS_PartGraphKway(&nv, &ncon, xadj, adj, vwgt, NULL, wgt, &nparts, NULL, ubvec,
@@ -463,8 +485,11 @@ static int part_metis(struct gb *g)
 				   "METIS failed (%d)", r);
 		goto out;
 	}
-	for (uint64_t v = 0; v < g->N; v++)
-		g->part[v] = (uint32_t)part[v];
+	for (uint64_t v = 0; v < g->N; v++) {
+		g->part[v] = (uint32_t)part[v] / t;
+		if (g->trainer)
+			g->trainer[v] = part[v];
+	}
 out:
 	free(cls);
 	free(deg);
@@ -619,12 +644,35 @@ static int order_edges(struct gb *g)
 	for (uint64_t y = 0; y < g->E; y++)
 		g->order[cnt[PE_KEY(tmp[y])]++] = tmp[y];
 #undef PE_KEY
-	/* in-slots: empty ones [part's first edge, same) */
-	for (uint64_t h = 0; h < g->N; h++) {
-		uint32_t p = g->part[g->new2old[h]];
+	/* in-slots: empty ones at the start of their etype's range in the part */
+	{
+		uint32_t *in_list = malloc(((size_t)R + 1) * sizeof(uint32_t));
+		uint32_t *in_first = calloc((size_t)g->T + 1, sizeof(uint32_t));
 
-		for (uint64_t s = g->in_slot[h]; s < g->in_slot[h + 1]; s++)
-			g->inptr[2 * s] = g->inptr[2 * s + 1] = (int64_t)g->edge_ranges[p];
+		if (!in_list || !in_first) {
+			free(in_list);
+			free(in_first);
+			ret = fail_oom(g);
+			goto out;
+		}
+		for (uint32_t e = 0; e < R; e++)
+			in_first[g->dst_t[e] + 1]++;
+		for (uint32_t t = 0; t < g->T; t++)
+			in_first[t + 1] += in_first[t];
+		for (uint32_t e = 0; e < R; e++)
+			in_list[in_first[g->dst_t[e]] + g->in_pos[e]] = e;
+		for (uint64_t h = 0; h < g->N; h++) {
+			uint32_t p = g->part[g->new2old[h]], t = g->ntype[h];
+
+			for (uint32_t j = 0; j < g->nin[t]; j++) {
+				uint64_t s = g->in_slot[h] + j;
+				uint32_t e = in_list[in_first[t] + j];
+
+				g->inptr[2 * s] = g->inptr[2 * s + 1] = (int64_t)g->elo[(size_t)p * R + e];
+			}
+		}
+		free(in_list);
+		free(in_first);
 	}
 	for (uint64_t y = 0; y < g->E; y++) {
 		uint64_t x = g->order[y];
@@ -663,8 +711,67 @@ out:
 	return ret;
 }
 
+/* "trainer_id" of every node type (its nodes' trainers) and edge type
+ * (its destinations'), appended to the data. */
+static int trainer_data(struct gb *g)
+{
+	uint32_t n = g->T + g->R;
+	int ret;
+
+	g->made = calloc(n, sizeof(*g->made));
+	g->made_rows = calloc(n, sizeof(*g->made_rows));
+	if (!g->made || !g->made_rows)
+		return fail_oom(g);
+	for (uint32_t i = 0; i < n; i++) {
+		bool edge = i >= g->T;
+		uint32_t ty = edge ? i - g->T : i;
+		uint64_t rows = edge ? g->in->etypes[ty].num_edges : g->in->ntypes[ty].num_nodes;
+		struct rdps_graph_array *a = &g->made[i];
+		struct gb_data *d = &g->data[g->ndata];
+		int64_t *r = malloc((rows + 1) * sizeof(int64_t));
+
+		if (!r)
+			return fail_oom(g);
+		g->made_rows[g->num_made++] = r;
+		for (uint64_t j = 0; j < rows; j++) {
+			uint64_t s, dst;
+
+			if (edge) {
+				endpoints(g, ty, j, &s, &dst);
+				r[j] = g->trainer[dst];
+			} else {
+				r[j] = g->trainer[g->node_off[ty] + j];
+			}
+		}
+		*a = (struct rdps_graph_array){ .name = "trainer_id", .dtype = "int64", .ndim = 1,
+						.shape = { rows }, .data = r };
+		if ((ret = check_array(g, a, edge ? "edge" : "node",
+				       edge ? g->in->etypes[ty].name : g->in->ntypes[ty].name, ty,
+				       0, rows, d)))
+			return ret;
+		d->edge = edge;
+		d->index = edge ? g->in->etypes[ty].num_data : g->in->ntypes[ty].num_data;
+		for (uint32_t j = 0; j < (edge ? g->in->etypes[ty].num_data
+					       : g->in->ntypes[ty].num_data); j++)
+			if (!strcmp((edge ? g->in->etypes[ty].data : g->in->ntypes[ty].data)[j].name,
+				    "trainer_id"))
+				return rdps_pt_fail(g->err, g->errlen, -EINVAL, "type '%s' has a "
+						    "data 'trainer_id' of its own: the trainer "
+						    "ids would replace it",
+						    edge ? g->in->etypes[ty].name
+							 : g->in->ntypes[ty].name);
+		g->ndata++;
+	}
+	return name_tables(g);
+}
+
 void rdps_gb_free(struct gb *g)
 {
+	for (uint32_t i = 0; i < g->num_made; i++)
+		free(g->made_rows[i]);
+	free(g->made_rows);
+	free(g->made);
+	free(g->trainer);
 	free(g->node_off);
 	free(g->edge_off);
 	free(g->src_t);
@@ -727,10 +834,21 @@ int rdps_graph_partition_build_input(const struct rdps_graph_input *in,
 		ret = fail_oom(&g);
 		goto out;
 	}
-	if (o->method == RDPS_PARTITION_METIS && o->k > 1)
+	if (o->assignment) {
+		memcpy(g.part, o->assignment, g.N * sizeof(uint32_t));
+	} else if (o->method == RDPS_PARTITION_METIS && o->trainers_per_part > 1) {
+		g.trainer = calloc(g.N + 1, sizeof(int64_t));
+		if (!g.trainer) {
+			ret = fail_oom(&g);
+			goto out;
+		}
+		if (!(ret = part_metis(&g)))
+			ret = trainer_data(&g);
+	} else if (o->method == RDPS_PARTITION_METIS && o->k > 1) {
 		ret = part_metis(&g);
-	else if (o->method == RDPS_PARTITION_RANDOM)
+	} else if (o->method == RDPS_PARTITION_RANDOM) {
 		ret = part_random(&g);
+	}
 	if (ret || (ret = relabel(&g)) || (ret = slots(&g)) || (ret = order_edges(&g)))
 		goto out;
 	if ((ret = rdps_gb_write(&g, res)))

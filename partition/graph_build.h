@@ -32,6 +32,12 @@ struct gb {
 	uint32_t *src_t, *dst_t;    /* R */
 	struct gb_data *data;       /* node data (num_ndata), then edge data */
 	uint32_t ndata, num_ndata;
+	/* trainer ids (trainers_per_part > 1): the input homo ids', and the
+	 * arrays of the "trainer_id" data made of them */
+	int64_t *trainer;
+	struct rdps_graph_array *made;
+	int64_t **made_rows;
+	uint32_t num_made;
 	/* assignment and relabeling */
 	uint32_t *part;             /* N: part of each input homo id */
 	uint64_t *old2new, *new2old;

@@ -310,6 +310,15 @@ struct rdps_graph_partition_opts {
 	bool balance_edges;     /* a constraint: in-edges per part */
 	uint64_t seed;
 	int force;
+	/* With METIS: partition into k x trainers_per_part parts, each node's
+	 * one its "trainer_id" (node data, int64; edge data: the
+	 * destination's), then part = trainer / trainers_per_part (DGL's
+	 * num_trainers_per_machine). 0 or 1: no trainer ids. */
+	uint32_t trainers_per_part;
+	/* The part of every node (input homo ids: type after type), kept as
+	 * given instead of METIS's or a shuffle's (a DGL partition converted;
+	 * method only names it), or NULL. */
+	const uint32_t *assignment;
 };
 
 struct rdps_graph_partition_result {
