@@ -321,3 +321,23 @@ def test_out_path_is_not_clobbered(parted, tmp_path):
     with pytest.raises(RdpsError, match="not empty"):
         partition_graph(g, "hg", 2, str(tmp_path))
     assert (tmp_path / "precious.txt").read_text() == "mine"
+
+
+def test_trainer_ids_as_dgl(parted, tmp_path):
+    """num_trainers_per_machine=2: METIS into 4 trainer parts, node data
+    trainer_id (edges: their destination's), part = trainer_id // 2."""
+    dgl, g, out, nids, eids = parted
+    g2 = make_graph(dgl)
+    tout = str(tmp_path / "tr")
+    partition_graph(g2, "hg", 2, tout, num_trainers_per_machine=2)
+    with open(os.path.join(tout, "partition.json")) as f:
+        meta = json.load(f)
+    for t in meta["ntypes"]:
+        assert "trainer_id" in [d["name"] for d in t["data"]], t["name"]
+        i = [d["name"] for d in t["data"]].index("trainer_id")
+        for p in range(2):
+            tid = np.load(os.path.join(tout, "part-%d-%s.npy" % (p, t["data"][i]["file"])))
+            assert len(tid) == t["node_map"][p][1] - t["node_map"][p][0]
+            assert set((tid // 2).tolist()) <= {p}, (t["name"], p)
+    for e in meta["etypes"]:
+        assert "trainer_id" in [d["name"] for d in e["data"]]
