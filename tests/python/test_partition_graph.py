@@ -6,6 +6,7 @@ featureless type, typed relations both ways), served over inproc
 the input graph has it through DGL's return_mapping, the structure through
 the type maps, DGL's <graph_name>.json, typed sampling against the input
 (both ways identical; per-etype fanouts; in and out; replace; prob; exclude),
+over ofi too (tcp;ofi_rxm on loopback: the one-sided reads are RMA reads),
 and DGL's own partitions converted with one command (the same node ids and
 parts, the same data). Needs DGL (the venv of deploy/install-venv.sh);
 RDPS_REQUIRE_DGL=1 makes its absence a failure, not a skip."""
@@ -81,17 +82,21 @@ def parted(tmp_path_factory):
     return dgl, g, out, nids, eids
 
 
-@pytest.fixture(scope="module", params=["inproc", "tcp"])
+@pytest.fixture(scope="module", params=["inproc", "tcp", "ofi"])
 def served(request, parted, tmp_path_factory):
     dgl, g, out, nids, eids = parted
     servers = None
     if request.param == "inproc":
         dist.initialize()
     else:
-        servers = TcpServers(tmp_path_factory.mktemp("htcp"), 2, extra=("--graph", out))
-        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
+        # ofi: libfabric's tcp;ofi_rxm on loopback (RMA reads), as the C suites
+        os.environ.setdefault("FI_PROVIDER", "tcp;ofi_rxm")
+        servers = TcpServers(tmp_path_factory.mktemp("h" + request.param), 2,
+                             extra=("--transport", request.param, "--graph", out))
+        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport=request.param)
     try:
         dg = dist.DistGraph("hg", part_config=os.path.join(out, "hg.json"))
+        assert dist.get_transport() == request.param
         from rdps.distributed import _context
         h = GraphHandle(_context._context(), dg._g)
         yield h, g, nids, eids
