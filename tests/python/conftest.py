@@ -24,6 +24,46 @@ PYTHON = sys.executable
 if os.path.join(SRC, "python") not in sys.path:
     sys.path.insert(0, os.path.join(SRC, "python"))
 
+os.environ.setdefault("DGLBACKEND", "pytorch")
+
+
+def dgl_version():
+    """DGL's version, or None when it is not installed."""
+    try:
+        import dgl
+    except ImportError:
+        return None
+    return dgl.__version__
+
+
+def _dgl_line():
+    v = dgl_version()
+    if v is None:
+        return "DGL: not installed (python %s)" % sys.executable
+    import dgl
+    import torch
+    return "DGL: %s from %s, torch %s, python %s" % (
+        v, os.path.dirname(dgl.__file__), torch.__version__, sys.executable)
+
+
+def pytest_report_header(config):
+    return _dgl_line()
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Also under -q, which drops the header: the log says which DGL ran.
+    terminalreporter.write_line("ran against " + _dgl_line())
+
+
+def need_dgl():
+    """Imports DGL for a test that needs it: skipped without it, unless the
+    suite runs where DGL must be ($RDPS_REQUIRE_DGL=1: ctest in the venv),
+    where its absence fails the test."""
+    if os.environ.get("RDPS_REQUIRE_DGL") == "1":
+        import dgl
+        return dgl
+    return pytest.importorskip("dgl")
+
 
 def port_free(port):
     with socket.socket() as s:

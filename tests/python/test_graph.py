@@ -151,7 +151,8 @@ def test_blocks(graph):
         assert torch.equal(nid[esrc], src) and torch.equal(nid[edst], dst)
     assert int(blocks[1].in_degrees().max()) <= 4
     # a loader covers the nodes once per epoch
-    loader = dist.DistNodeDataLoader(g, torch.arange(1000), sampler, 300, shuffle=True, seed=1)
+    loader = dist.DistNodeDataLoader(g, torch.arange(1000), sampler, batch_size=300, shuffle=True,
+                                     seed=1)
     seen = torch.cat([s for _, s, _ in loader])
     assert len(loader) == 4 and sorted(seen.tolist()) == list(range(1000))
 
