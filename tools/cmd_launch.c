@@ -50,6 +50,8 @@ static void usage(FILE *f)
 "  RDPS_NUM_TRAINERS  trainers of the job\n"
 "  RDPS_NUM_SERVERS   servers of the job\n"
 "  RDPS_TRANSPORT     the --transport below (default auto)\n"
+"  RDPS_MACHINE       the trainer's machine (its line in the ip_config): a graph\n"
+"                     job's node_split gives it the part that machine serves\n"
 "added to its environment. The servers start with no table (the trainers make\n"
 "theirs) and get only --transport and the --server_arg's; there is no 'rdps train\n"
 "--check-only' step. The trainers shut the servers down when they are done\n"

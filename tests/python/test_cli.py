@@ -43,7 +43,7 @@ def test_launch_exec_commands(tmp_path):
         # the command's own arguments pass untouched (no train-argument check)
         assert lines[2 + j] == ("trainer %d: /usr/bin/env RDPS_IP_CONFIG=%s RDPS_RANK=%d "
                                 "RDPS_NUM_TRAINERS=2 RDPS_NUM_SERVERS=2 RDPS_TRANSPORT=tcp "
-                                "python3 train.py --rank 7" % (j, real, j))
+                                "RDPS_MACHINE=0 python3 train.py --rank 7" % (j, real, j))
     r = run("launch", "--ip_config", ipc, "--backend", "mpi", "--exec", "--dry_run", "--",
             "python3", "t.py")
     assert r.returncode == 0 and " --exec -- python3 t.py" in r.stdout, r.stdout + r.stderr

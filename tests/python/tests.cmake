@@ -10,7 +10,10 @@
 #   python/example  examples/transe_wordnet.py standalone and distributed
 #   python/gnn      examples/wordnet_gnn.py: GraphSAGE standalone and distributed,
 #                   against an MLP; RGCN
-#   python/install  the package as cmake --install puts it, on its library
+#   python/install  the package as cmake --install puts it, on its library;
+#                   pip install ./python into a fresh venv
+#   python/dgl      examples/dgl/: DGL-style scripts with real DGL, standalone
+#                   and under rdps launch
 if(NOT DEFINED RDPS_PYTHON)
   # Debian's interpreter: the one with python3-torch and friends (a python3
   # earlier in PATH, e.g. pyenv's, has none of them).
@@ -53,10 +56,11 @@ file(GLOB RDPS_PY_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_*.py)
 set(RDPS_PY_SUITE_example ${CMAKE_CURRENT_LIST_DIR}/test_example.py)
 set(RDPS_PY_SUITE_install ${CMAKE_CURRENT_LIST_DIR}/test_install.py)
 set(RDPS_PY_SUITE_gnn ${CMAKE_CURRENT_LIST_DIR}/test_gnn.py)
+set(RDPS_PY_SUITE_dgl ${CMAKE_CURRENT_LIST_DIR}/test_dgl_examples.py)
 set(RDPS_PY_SUITE_api ${RDPS_PY_TESTS})
 list(REMOVE_ITEM RDPS_PY_SUITE_api ${RDPS_PY_SUITE_example} ${RDPS_PY_SUITE_install}
-  ${RDPS_PY_SUITE_gnn})
-foreach(suite api example install gnn)
+  ${RDPS_PY_SUITE_gnn} ${RDPS_PY_SUITE_dgl})
+foreach(suite api example install gnn dgl)
   add_test(NAME python/${suite}
     COMMAND ${RDPS_TEST_PYTHON} -m pytest -q -p no:cacheprovider -rs ${RDPS_PY_SUITE_${suite}})
   set_tests_properties(python/${suite} PROPERTIES

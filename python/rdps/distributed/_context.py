@@ -292,6 +292,66 @@ def initialize(ip_config=None, rank=None, num_trainers=None, transport=None, *,
             raise
         _install_hooks()
         _ctx = ctx
+    if not ctx.standalone and ctx.num_trainers > 1:
+        _torch_distributed_env(ctx)
+
+
+_TORCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _endpoints():
+    """(host, port, machine) of every server of the job's ip_config."""
+    ctx = _context()
+    err = ffi.new("char[]", ERRLEN)
+    ipc = ffi.new("struct rdps_ipconfig *")
+    ret = lib.rdps_ipconfig_load(os.fsencode(ctx.ip_config), ipc, err, ERRLEN)
+    if ret < 0:
+        raise RdpsError(ret, string(err))
+    try:
+        return [(string(ipc.servers[s].host), int(ipc.servers[s].port),
+                 int(ipc.servers[s].machine)) for s in range(ipc.num_servers)]
+    finally:
+        lib.rdps_ipconfig_free(ipc)
+
+
+def _torch_distributed_env(ctx):
+    """What torch.distributed.init_process_group reads (env://), set where
+    the launcher did not: RANK and WORLD_SIZE (the trainers'), LOCAL_RANK
+    (among the trainers of this machine), MASTER_ADDR (trainer 0's machine,
+    its ip_config address) and MASTER_PORT (a port trainer 0 found free
+    there). DGL's scripts call init_process_group right after initialize:
+    with this, DDP runs over gloo in rdps launch's jobs. One allreduce."""
+    if all(os.environ.get(k) for k in _TORCH_ENV):
+        return
+    import socket
+
+    n, rank = ctx.num_trainers, ctx.rank
+    eps = _endpoints()
+    machine = ctx.machine if ctx.machine is not None else -1
+    port = 0
+    if rank == 0:
+        hosts = [h for h, _, m in eps if m == machine] or [eps[0][0]]
+        with socket.socket() as sock:
+            try:
+                sock.bind((hosts[0], 0))
+            except OSError:
+                sock.bind(("", 0))
+            port = sock.getsockname()[1]
+    v = [0.0] * (2 * n + 1)
+    v[rank] = float(machine + 1)   # 0: unknown
+    if rank == 0:
+        v[2 * n] = float(port)
+    v = allreduce(v)
+    machines = [int(round(x)) - 1 for x in v[:n]]
+    port = int(round(v[2 * n]))
+    m0 = machines[0]
+    master = next((h for h, _, m in eps if m == m0), eps[0][0])
+    local = sum(1 for r in range(rank) if machines[r] == machines[rank]) \
+        if machines[rank] >= 0 else rank
+    env = {"RANK": str(rank), "WORLD_SIZE": str(n), "LOCAL_RANK": str(local),
+           "MASTER_ADDR": master, "MASTER_PORT": str(port)}
+    for k, val in env.items():
+        os.environ.setdefault(k, val)
 
 
 def _check_ip_config(path):

@@ -280,15 +280,21 @@ class DistGraph:
             # part r * k // n's (node_split's rule without a layout).
             return GraphPartitionBook(nranges, eranges, fallback,
                                       [r * k // n for r in range(n)])
-        machines = _context.server_machines()
-        mine = [p for p in range(min(k, len(machines))) if machines[p] == ctx.machine]
-        part = mine[0] if mine else fallback
+        # Every trainer's machine, then each machine's trainers spread over
+        # the parts its servers hold (in rank order): one allreduce.
+        servers = _context.server_machines()[:k]
         if n == 1:
-            return GraphPartitionBook(nranges, eranges, part, [part])
-        v = [0.0] * n
-        v[rank] = float(part)
-        parts = [int(round(x)) for x in _context.allreduce(v)]
-        return GraphPartitionBook(nranges, eranges, part, parts)
+            machines = [ctx.machine]
+        else:
+            v = [0.0] * n
+            v[rank] = float(ctx.machine + 1)
+            machines = [int(round(x)) - 1 for x in _context.allreduce(v)]
+        parts = []
+        for r in range(n):
+            own = [p for p, m in enumerate(servers) if m == machines[r]]
+            local = sum(1 for q in range(r) if machines[q] == machines[r])
+            parts.append(own[local % len(own)] if own else r * k // n)
+        return GraphPartitionBook(nranges, eranges, parts[rank], parts)
 
     def _live(self):
         ctx = _context._context()
