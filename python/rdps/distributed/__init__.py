@@ -22,6 +22,7 @@ from .dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from .embedding import DistEmbedding
 from .graph import DistGraph
 from .optim import SparseAdagrad, SparseAdam
+from .partition import partition_graph
 from .partition_book import (EdgePartitionPolicy, GraphPartitionBook, NodePartitionPolicy,
                              PartitionPolicy)
 from .sampling import Block, NeighborSampler, sample_neighbors, to_block
@@ -35,4 +36,4 @@ __all__ = ["initialize", "finalize", "exit_client", "is_initialized", "is_standa
            "all_reduce", "average_gradients", "DistGraph", "GraphPartitionBook",
            "PartitionPolicy", "NodePartitionPolicy", "EdgePartitionPolicy", "sample_neighbors",
            "NeighborSampler", "Block", "to_block", "DistDataLoader", "DistNodeDataLoader",
-           "DistEdgeDataLoader"]
+           "DistEdgeDataLoader", "partition_graph"]
