@@ -33,7 +33,6 @@ import time
 
 import dgl
 import dgl.nn.pytorch as dglnn
-import numpy as np
 import torch as th
 import torch.nn as nn
 import torch.nn.functional as F

@@ -2,13 +2,12 @@
 """DGL's own samplers, loaders and layers on a DistGraph (real DGL: the
 suite's log says which), over inproc (standalone) and tcp (rdps server
 --graph processes): blocks are DGL's and hold the graph's real edges,
-fanouts, fanout -1, replace, prob and exclusion behave as DGL documents
-them, DistEdgeDataLoader's pair graphs and negatives, the DistGraph surface
+fanouts, fanout -1, replace, prob (a DistTensor assigned as edata), out-edges
+and exclusion behave as DGL documents them, DistEdgeDataLoader's pair graphs and negatives, the DistGraph surface
 DGL scripts touch, and the loaders' background samplers."""
 import errno
 import os
 import subprocess
-import sys
 import threading
 import time
 
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PYTHON, SRC, TcpServers, env_for_children, need_dgl
+from conftest import PYTHON, TcpServers, env_for_children, need_dgl
 
 import rdps.distributed as dist
 from rdps import RdpsError
@@ -151,9 +150,18 @@ def test_exclude(graph):
     assert torch.equal(torch.sort(eid).values,
                        torch.sort(ptr[deg > 0][:, 1] - 1).values), \
         "each seed gets its one edge left, as DGL's exclusion picks among the rest"
-    with pytest.raises(RdpsError) as e:
-        g.sample_neighbors(seeds, 3, edge_dir="out")
-    assert e.value.errno == errno.EOPNOTSUPP and "in-edges" in e.value.message
+
+def test_out_edges(graph):
+    g, ds = graph
+    seeds = torch.arange(500, 900)
+    fr = g.sample_neighbors(seeds, 2, edge_dir="out")
+    src, dst = fr.edges()
+    s2, d2 = g.find_edges(fr.edata[dgl.EID])
+    assert torch.equal(src, s2) and torch.equal(dst, d2), "real edges, out of the seeds"
+    per = torch.bincount(src, minlength=g.num_nodes())[seeds]
+    assert torch.equal(per, torch.clamp(g.out_degrees(seeds), max=2))
+    _, _, (b,) = dgl.dataloading.NeighborSampler([-1], edge_dir="out").sample_blocks(g, seeds)
+    assert b.num_edges() == int(g.out_degrees(seeds).sum())
 
 
 def test_edge_loader_with_negatives(graph):

@@ -133,13 +133,12 @@ class DistNodeDataLoader(DistDataLoader):
             collator = _RdpsNodeCollator(g, nids, graph_sampler)
             rest = kwargs
         else:
-            dgl = dgl_module("DistNodeDataLoader with a DGL sampler")
+            dgl_module("DistNodeDataLoader with a DGL sampler")
             from dgl.dataloading.dist_dataloader import NodeCollator
             mine, rest = _split_kwargs(NodeCollator, kwargs)
             if isinstance(nids, torch.Tensor) or not isinstance(nids, dict):
                 nids = torch.as_tensor(_ids(nids, "DistNodeDataLoader"))
             collator = NodeCollator(g, nids, graph_sampler, **mine)
-            del dgl
         self.collator = collator
         super().__init__(collator.dataset, collate_fn=collator.collate, **rest)
 

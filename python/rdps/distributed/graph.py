@@ -26,12 +26,13 @@ import numpy as np
 import torch
 
 from .._errors import RdpsError
-from .._ffi import ffi, string
+from .._ffi import ffi
 from . import _context
 from ._context import lib
+from ._hetero import _TORCH, GraphHandle
 from .partition_book import (DEFAULT_CANONICAL_ETYPE, DEFAULT_ETYPE, DEFAULT_NTYPE,
                              GraphPartitionBook, EdgePartitionPolicy, NodePartitionPolicy)
-from .tensor import DistTensor, as_ids
+from .tensor import _DTYPES, DistTensor, as_ids
 
 NID = "_ID"          # DGL's key of a block's global node ids (dgl.NID)
 EID = "_ID"          # dgl.EID
@@ -179,6 +180,54 @@ class _EdgeColumn(DistTensor):
         return n
 
 
+class _GraphData(DistTensor):
+    """A node or edge data of the partition (any name, dtype and row shape),
+    read-only, indexed by per-type ids: a table of the kvstore's dtype is
+    read as DistTensor rows; others (int32, float16, bfloat16, bool, ...)
+    are served as their bytes and read back exactly (GraphHandle.read)."""
+
+    @classmethod
+    def _of(cls, types, spec):
+        self = cls._attach(spec.table)
+        self._spec, self._types = spec, types
+        self._direct = spec.dtype in ("float32", "float64", "int64", "uint8") and \
+            _DTYPES[_TORCH[spec.dtype][1]][0] == self._code
+        self._shape = (spec.num_rows,) + tuple(spec.shape)
+        self._dtype = _TORCH[spec.dtype][1] or self._dtype
+        self._name = spec.name
+        return self
+
+    def __getitem__(self, idx):
+        ids, scalar = as_ids(idx, self._shape[0])
+        if self._direct:
+            out = self._rows(ids, self._shape[1:])
+        else:
+            out = self._types.read(self._spec, ids.view(np.int64))
+        return out[0] if scalar else out
+
+    def __setitem__(self, idx, values):
+        raise RdpsError(-errno.EPERM, "DistGraph data '%s' is the partition's and read-only "
+                        "(assign a DistTensor under another name)" % self._name)
+
+
+class _Locked:
+    """A GraphHandle whose calls hold the client's lock (its results may
+    point into the graph until the next call)."""
+
+    def __init__(self, h):
+        self._h = h
+
+    def __getattr__(self, name):
+        v = getattr(self._h, name)
+        if not callable(v):
+            return v
+
+        def call(*args, **kwargs):
+            with lib.lock:
+                return v(*args, **kwargs)
+        return call
+
+
 class _TypeView:
     """g.nodes[ntype] / g.edges[etype]: .data is that type's data view."""
 
@@ -193,10 +242,8 @@ class _TypesView:
     def __getitem__(self, t):
         g = self._graph
         if self._node:
-            g._check_ntype(t)
-            return _TypeView(g.ndata)
-        g._check_etype(t)
-        return _TypeView(g.edata)
+            return _TypeView(g._ndata[g._ntype(t)])
+        return _TypeView(g._edata[g.to_canonical_etype(t)])
 
     def __call__(self, *args, **kwargs):
         raise TypeError("DistGraph.%s is indexed by type (g.%s[t].data), as DGL's" %
@@ -242,44 +289,59 @@ class DistGraph:
         self._sample_way = way
         self._indptr = DistTensor._attach(_INDPTR)
         self._edges = DistTensor._attach(_EDGES)
-        self._out_degrees = None
         self._local = None
+        with lib.lock:
+            self._types = _Locked(GraphHandle(ctx, self._g))
+        t = self._types
+        self._homogeneous = len(t.ntypes) == 1 and len(t.canonical_etypes) == 1
         self._gpb = self._partition_book()
-        self.ndata = _DataView(self, "ndata", self.num_nodes())
-        info = ffi.new("struct rdps_table_info *")
-        for t in range(int(lib.rdps_client_num_tables(ctx.client))):
-            if lib.rdps_client_table_info(ctx.client, t, info) < 0:
-                continue
-            name = string(info.name)
-            if name.startswith(_NDATA):
-                self.ndata._set_own(name[len(_NDATA):], DistTensor._attach(name))
-        self.edata = _DataView(self, "edata", self.num_edges())
-        for key, col in _EDGE_COLUMNS.items():
-            self.edata._set_own(key, _EdgeColumn._column(key, col))
+        # Data views per node type and canonical etype (g.nodes[t].data,
+        # g.edges[t].data; g.ndata/g.edata with one type).
+        self._ndata = {}
+        for nt in t.ntypes:
+            v = self._ndata[nt] = _DataView(self, "ndata", t.num_nodes(nt))
+            for name, spec in t.node_data[nt].items():
+                v._set_own(name, _GraphData._of(t, spec))
+        self._edata = {}
+        for cet in t.canonical_etypes:
+            v = self._edata[cet] = _DataView(self, "edata", t.num_edges(cet))
+            for name, spec in t.edge_data[cet].items():
+                v._set_own(name, _GraphData._of(t, spec))
+        if self._homogeneous:
+            # The edge table's columns over homo edge ids (= the one etype's).
+            for key, col in _EDGE_COLUMNS.items():
+                if key not in self._edata[t.canonical_etypes[0]]:
+                    self._edata[t.canonical_etypes[0]]._set_own(key, _EdgeColumn._column(key, col))
+
+    @property
+    def ndata(self):
+        """Node data of a graph of one node type (else g.nodes[ntype].data)."""
+        if len(self._ndata) != 1:
+            raise RdpsError(-errno.EINVAL, "DistGraph '%s' has node types %s: use "
+                            "g.nodes[ntype].data" % (self._name, self.ntypes))
+        return next(iter(self._ndata.values()))
+
+    @property
+    def edata(self):
+        """Edge data of a graph of one edge type (else g.edges[etype].data)."""
+        if len(self._edata) != 1:
+            raise RdpsError(-errno.EINVAL, "DistGraph '%s' has edge types %s: use "
+                            "g.edges[etype].data" % (self._name, self.canonical_etypes))
+        return next(iter(self._edata.values()))
 
     def _partition_book(self):
         """The partition book, with this machine's part and every trainer's."""
         ctx = self._ctx
         k = int(lib.rdps_graph_num_parts(self._g))
-        lo, hi = ffi.new("uint64_t *"), ffi.new("uint64_t *")
-        nranges = [0]
-        for p in range(k):
-            lib.rdps_graph_part_nodes(self._g, p, lo, hi)
-            nranges.append(int(hi[0]))
-        # A part's in-edges are contiguous: its edges end where its last
-        # node's do.
-        last = [nranges[p + 1] - 1 for p in range(k) if nranges[p + 1] > nranges[p]]
-        ends = iter(self._indptr[last][:, 1].tolist()) if last else iter(())
-        eranges = [0]
-        for p in range(k):
-            eranges.append(next(ends) if nranges[p + 1] > nranges[p] else eranges[-1])
+        nranges = [int(x) for x in self._types.schema["node_ranges"]]
+        eranges = [int(x) for x in self._types.schema["edge_ranges"]]
         n, rank = ctx.num_trainers, ctx.rank
         fallback = rank * k // n
         if ctx.machine is None:
             # No launcher said where this trainer runs: trainer r counts as
             # part r * k // n's (node_split's rule without a layout).
             return GraphPartitionBook(nranges, eranges, fallback,
-                                      [r * k // n for r in range(n)])
+                                      [r * k // n for r in range(n)], types=self._types)
         # Every trainer's machine, then each machine's trainers spread over
         # the parts its servers hold (in rank order): one allreduce.
         servers = _context.server_machines()[:k]
@@ -294,7 +356,7 @@ class DistGraph:
             own = [p for p, m in enumerate(servers) if m == machines[r]]
             local = sum(1 for q in range(r) if machines[q] == machines[r])
             parts.append(own[local % len(own)] if own else r * k // n)
-        return GraphPartitionBook(nranges, eranges, parts[rank], parts)
+        return GraphPartitionBook(nranges, eranges, parts[rank], parts, types=self._types)
 
     def _live(self):
         ctx = _context._context()
@@ -303,40 +365,57 @@ class DistGraph:
                             "left (finalize)" % self._name)
         return ctx
 
-    # -- types (a homogeneous graph: one node and one edge type) ----------
+    # -- types ------------------------------------------------------------
     @property
     def ntypes(self):
-        return [DEFAULT_NTYPE]
+        return list(self._types.ntypes)
 
     @property
     def etypes(self):
-        return [DEFAULT_ETYPE]
+        return list(self._types.etypes)
 
     @property
     def canonical_etypes(self):
-        return [DEFAULT_CANONICAL_ETYPE]
+        return list(self._types.canonical_etypes)
+
+    def is_homogeneous(self):
+        return self._homogeneous
+
+    def _ntype(self, ntype):
+        """The node type named (None: the graph's only one)."""
+        if ntype is None or (ntype == DEFAULT_NTYPE and len(self._ndata) == 1):
+            if len(self._ndata) != 1:
+                raise RdpsError(-errno.EINVAL, "DistGraph '%s' has node types %s: name one" %
+                                (self._name, self.ntypes))
+            return next(iter(self._ndata))
+        if ntype not in self._ndata:
+            raise KeyError("DistGraph '%s' has no node type %r (its: %s)" %
+                           (self._name, ntype, self.ntypes))
+        return ntype
 
     def _check_ntype(self, ntype):
-        if ntype not in (None, DEFAULT_NTYPE):
-            raise KeyError("DistGraph '%s' has one node type, %r, not %r" %
-                           (self._name, DEFAULT_NTYPE, ntype))
+        self._ntype(ntype)
 
     def _check_etype(self, etype):
-        if etype not in (None, DEFAULT_ETYPE, DEFAULT_CANONICAL_ETYPE):
-            raise KeyError("DistGraph '%s' has one edge type, %r, not %r" %
-                           (self._name, DEFAULT_ETYPE, etype))
+        if etype is not None:
+            self.to_canonical_etype(etype)
 
     def to_canonical_etype(self, etype):
-        self._check_etype(etype)
-        return DEFAULT_CANONICAL_ETYPE
+        """(src type, name, dst type) of etype (a name, unique among the
+        graph's, or a canonical triple)."""
+        if etype is None or (etype in (DEFAULT_ETYPE, DEFAULT_CANONICAL_ETYPE) and
+                             len(self._edata) == 1):
+            if len(self._edata) != 1:
+                raise RdpsError(-errno.EINVAL, "DistGraph '%s' has edge types %s: name one" %
+                                (self._name, self.canonical_etypes))
+            return next(iter(self._edata))
+        return self._gpb.to_canonical_etype(etype)
 
     def get_ntype_id(self, ntype):
-        self._check_ntype(ntype)
-        return 0
+        return int(self._types.ntype_id(self._ntype(ntype)))
 
     def get_etype_id(self, etype):
-        self._check_etype(etype)
-        return 0
+        return int(self._types.etype_id(self.to_canonical_etype(etype)))
 
     @property
     def nodes(self):
@@ -347,12 +426,11 @@ class DistGraph:
         return _TypesView(self, False)
 
     def get_node_partition_policy(self, ntype=DEFAULT_NTYPE):
-        self._check_ntype(ntype)
-        return NodePartitionPolicy(self._gpb, DEFAULT_NTYPE)
+        return NodePartitionPolicy(self._gpb, self._ntype(ntype))
 
     def get_edge_partition_policy(self, etype=DEFAULT_ETYPE):
-        self._check_etype(etype)
-        return EdgePartitionPolicy(self._gpb, DEFAULT_ETYPE)
+        cet = self.to_canonical_etype(etype)
+        return EdgePartitionPolicy(self._gpb, DEFAULT_ETYPE if self._homogeneous else cet)
 
     # -- DGL's DistGraph surface -----------------------------------------
     @property
@@ -373,11 +451,13 @@ class DistGraph:
     def barrier(self):
         _context.barrier()
 
-    def node_attr_schemes(self):
-        return {k: Scheme(tuple(v.shape[1:]), v.dtype) for k, v in self.ndata.items()}
+    def node_attr_schemes(self, ntype=None):
+        v = self._ndata[self._ntype(ntype)]
+        return {k: Scheme(tuple(t.shape[1:]), t.dtype) for k, t in v.items()}
 
-    def edge_attr_schemes(self):
-        return {k: Scheme(tuple(v.shape[1:]), v.dtype) for k, v in self.edata.items()}
+    def edge_attr_schemes(self, etype=None):
+        v = self._edata[self.to_canonical_etype(etype)]
+        return {k: Scheme(tuple(t.shape[1:]), t.dtype) for k, t in v.items()}
 
     @property
     def local_partition(self):
@@ -410,12 +490,16 @@ class DistGraph:
 
     # -- structure --------------------------------------------------------
     def num_nodes(self, ntype=None):
-        self._check_ntype(ntype)
-        return int(lib.rdps_graph_num_nodes(self._g))
+        """Nodes of the graph, or of ntype."""
+        if ntype is None:
+            return int(lib.rdps_graph_num_nodes(self._g))
+        return int(self._types.num_nodes(self._ntype(ntype)))
 
     def num_edges(self, etype=None):
-        self._check_etype(etype)
-        return int(lib.rdps_graph_num_edges(self._g))
+        """Edges of the graph, or of etype."""
+        if etype is None:
+            return int(lib.rdps_graph_num_edges(self._g))
+        return int(self._types.num_edges(self.to_canonical_etype(etype)))
 
     number_of_nodes = num_nodes
     number_of_edges = num_edges
@@ -441,34 +525,28 @@ class DistGraph:
         return int(out[0]) if scalar else out
 
     def out_degrees(self, u=None):
-        """Out-degrees of nodes u (all if None; an int for an int u). The
-        partition holds in-edges, so the first call counts every edge's
-        source (the edge table read once, 32 bytes an edge) and keeps the
-        counts."""
+        """Out-degrees of nodes u (homo ids; all if None), as an int64 tensor
+        (an int for an int u)."""
         self._live()
-        if self._out_degrees is None:
-            deg = np.zeros(self.num_nodes(), dtype=np.int64)
-            for lo in range(0, self.num_edges(), _SCAN_ROWS):
-                src = self._edges[lo:min(self.num_edges(), lo + _SCAN_ROWS)][:, 0].numpy()
-                deg += np.bincount(src, minlength=len(deg))
-            self._out_degrees = torch.from_numpy(deg)
-        if u is None:
-            return self._out_degrees.clone()
         scalar = isinstance(u, (int, np.integer))
-        nodes = _ids(u, "out_degrees")
-        if nodes.size and nodes.max() >= self.num_nodes():
-            raise RdpsError(-errno.ERANGE, "out_degrees: node %d is not below the graph's %d" %
-                            (int(nodes.max()), self.num_nodes()))
-        out = self._out_degrees[torch.from_numpy(nodes)]
+        nodes = np.arange(self.num_nodes(), dtype=np.int64) if u is None \
+            else _ids(u, "out_degrees")
+        out = self._types.degrees(nodes, "out")
         return int(out[0]) if scalar else out
 
     def find_edges(self, edges, etype=None):
-        """(src, dst) of edge ids edges, as int64 tensors (and with
-        etype=True, rdps's: (src, dst, etype))."""
+        """(src, dst) of edge ids edges, as int64 tensors: homo ids, or with
+        etype (a type of a heterogeneous graph) per-etype edge ids and
+        per-type node ids; with etype=True, rdps's: (src, dst, type column)."""
         ctx = self._live()
-        if etype is not True:
-            self._check_etype(etype)
-        eids = _ids(edges, "find_edges")
+        typed = etype not in (None, True) and not self._homogeneous
+        if typed:
+            cet = self.to_canonical_etype(etype)
+            eids = self._types.map_to_homo_eid(_ids(edges, "find_edges"), cet).numpy()
+        else:
+            if etype is not True:
+                self._check_etype(etype)
+            eids = _ids(edges, "find_edges")
         src = np.empty(len(eids), dtype=np.uint64)
         dst = np.empty(len(eids), dtype=np.uint64)
         et = np.empty(len(eids), dtype=np.int64)
@@ -477,30 +555,43 @@ class DistGraph:
                                                 _u64(dst), ffi.cast("int64_t *", et.ctypes.data)),
                       "find_edges")
         out = (torch.from_numpy(src.view(np.int64)), torch.from_numpy(dst.view(np.int64)))
+        if typed:
+            out = (self._types.map_to_per_ntype(out[0])[1], self._types.map_to_per_ntype(out[1])[1])
         return out + (torch.from_numpy(et),) if etype is True else out
 
     def edge_subgraph(self, edges, relabel_nodes=True, store_ids=True):
-        """The DGL graph of edges (edge ids; DGL's DistGraph.edge_subgraph):
-        with relabel_nodes, only their end nodes (ndata[NID] their ids in
-        this graph), else every node of the graph; edata[EID] the edge ids."""
+        """The DGL graph of edges (DGL's DistGraph.edge_subgraph; a dict
+        {etype: per-etype ids} for a heterogeneous graph): with
+        relabel_nodes, only their end nodes (ndata[NID] their ids in this
+        graph), else every node; edata[EID] the edge ids."""
         dgl = dgl_module("DistGraph.edge_subgraph")
-        if isinstance(edges, dict):
-            if len(edges) != 1:
-                raise KeyError("DistGraph '%s' has one edge type, not %r" %
-                               (self._name, list(edges)))
-            (et, edges), = edges.items()
-            self._check_etype(et)
-        eids = torch.from_numpy(_ids(edges, "edge_subgraph"))
-        src, dst = self.find_edges(eids)
-        if relabel_nodes:
-            nodes, inv = torch.unique(torch.cat([src, dst]), return_inverse=True)
-            sg = dgl.graph((inv[:len(src)], inv[len(src):]), num_nodes=len(nodes))
+        if not isinstance(edges, dict):
+            edges = {self.to_canonical_etype(None): edges}
+        want = {self.to_canonical_etype(k): torch.from_numpy(_ids(v, "edge_subgraph"))
+                for k, v in edges.items()}
+        data = {}
+        for cet in self.canonical_etypes:
+            eids = want.get(cet, torch.empty(0, dtype=torch.int64))
+            data[cet] = self.find_edges(eids, None if self._homogeneous else cet) + (eids,)
+        if self._homogeneous:
+            (src, dst, eids), = data.values()
+            if relabel_nodes:
+                nodes, inv = torch.unique(torch.cat([src, dst]), return_inverse=True)
+                sg = dgl.graph((inv[:len(src)], inv[len(src):]), num_nodes=len(nodes))
+                if store_ids:
+                    sg.ndata[NID] = nodes
+            else:
+                sg = dgl.graph((src, dst), num_nodes=self.num_nodes())
             if store_ids:
-                sg.ndata[NID] = nodes
-        else:
-            sg = dgl.graph((src, dst), num_nodes=self.num_nodes())
+                sg.edata[EID] = eids
+            return sg
+        sg = dgl.heterograph({cet: (s, d) for cet, (s, d, _) in data.items()},
+                             {nt: self.num_nodes(nt) for nt in self.ntypes})
         if store_ids:
-            sg.edata[EID] = eids
+            for cet, (_, _, eids) in data.items():
+                sg.edges[cet].data[EID] = eids
+        if relabel_nodes:
+            sg = dgl.compact_graphs(sg)
         return sg
 
     def sample_neighbors(self, seed_nodes, fanout, edge_dir="in", prob=None,
@@ -520,6 +611,10 @@ class DistGraph:
         return self._sample_way
 
     def __repr__(self):
-        return "DistGraph('%s', num_nodes=%d, num_edges=%d, parts=%d, ndata=%s, edata=%s)" % (
-            self._name, self.num_nodes(), self.num_edges(), self.num_parts,
-            sorted(self.ndata), sorted(self.edata))
+        if self._homogeneous:
+            return "DistGraph('%s', num_nodes=%d, num_edges=%d, parts=%d, ndata=%s, edata=%s)" % (
+                self._name, self.num_nodes(), self.num_edges(), self.num_parts,
+                sorted(self.ndata), sorted(self.edata))
+        return "DistGraph('%s', num_nodes=%s, num_edges=%s, parts=%d)" % (
+            self._name, {nt: self.num_nodes(nt) for nt in self.ntypes},
+            {cet: self.num_edges(cet) for cet in self.canonical_etypes}, self.num_parts)

@@ -35,7 +35,7 @@ class GraphPartitionBook:
     it); trainer_parts: the part of every trainer of the job, by rank
     (node_split and edge_split hand each trainer ids of its part)."""
 
-    def __init__(self, node_ranges, edge_ranges, partid=0, trainer_parts=None):
+    def __init__(self, node_ranges, edge_ranges, partid=0, trainer_parts=None, types=None):
         self._nranges = np.asarray(node_ranges, dtype=np.int64)
         self._eranges = np.asarray(edge_ranges, dtype=np.int64)
         if len(self._nranges) != len(self._eranges) or len(self._nranges) < 2:
@@ -43,6 +43,11 @@ class GraphPartitionBook:
                              (len(self._nranges), len(self._eranges)))
         self._partid = int(partid)
         self._trainer_parts = list(trainer_parts) if trainer_parts is not None else None
+        # The graph's types (rdps.distributed._hetero.GraphHandle, under the
+        # client's lock) for a DistGraph's book; None: one node and one edge
+        # type, ids as they are.
+        self._types = types
+        self._typed_ranges = {}
 
     # -- DGL's GraphPartitionBook ------------------------------------------
     def num_partitions(self):
@@ -59,7 +64,21 @@ class GraphPartitionBook:
                  "num_edges": int(self._eranges[p + 1] - self._eranges[p])}
                 for p in range(self.num_partitions())]
 
+    def _homo(self):
+        return self._types is None or (len(self._types.ntypes) == 1 and
+                                       len(self._types.canonical_etypes) == 1)
+
     def _check_type(self, t, default, what):
+        if self._types is not None:
+            if t is None:
+                return
+            if default == DEFAULT_NTYPE:
+                if t not in self._types.ntypes and not (t == DEFAULT_NTYPE and self._homo()):
+                    raise KeyError("%s: no node type %r (the graph's: %s)" %
+                                   (what, t, self._types.ntypes))
+            else:
+                self.to_canonical_etype(t)
+            return
         if t not in (None, default, DEFAULT_CANONICAL_ETYPE):
             raise KeyError("%s: the graph has one type, %r, not %r" % (what, default, t))
 
@@ -70,13 +89,29 @@ class GraphPartitionBook:
             raise IndexError("%s: id %d is not in 0..%d" % (what, int(bad), total - 1))
         return torch.from_numpy(np.searchsorted(ranges, a, side="right") - 1)
 
+    def typed_ranges(self, edge, t):
+        """num_partitions + 1 offsets of type t's per-type ids in each part
+        (a type's nodes of part p have the per-type ids [r[p], r[p+1]):
+        per-type ids count part after part). The whole id space without
+        types (or for the one type of a homogeneous graph)."""
+        if self._homo() or t is None:
+            return self._eranges if edge else self._nranges
+        key = (edge, self.to_canonical_etype(t) if edge else t)
+        if key not in self._typed_ranges:
+            self._check_type(t, DEFAULT_ETYPE if edge else DEFAULT_NTYPE, "typed_ranges")
+            counts = [hi - lo for lo, hi in self._types.type_ranges(edge, key[1])]
+            self._typed_ranges[key] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return self._typed_ranges[key]
+
     def nid2partid(self, nids, ntype=DEFAULT_NTYPE):
         self._check_type(ntype, DEFAULT_NTYPE, "nid2partid")
-        return self._lookup(self._nranges, nids, "nid2partid", int(self._nranges[-1]))
+        r = self.typed_ranges(False, ntype)
+        return self._lookup(r, nids, "nid2partid", int(r[-1]))
 
     def eid2partid(self, eids, etype=DEFAULT_ETYPE):
         self._check_type(etype, DEFAULT_ETYPE, "eid2partid")
-        return self._lookup(self._eranges, eids, "eid2partid", int(self._eranges[-1]))
+        r = self.typed_ranges(True, etype)
+        return self._lookup(r, eids, "eid2partid", int(r[-1]))
 
     def _part(self, partid, what):
         p = int(partid)
@@ -86,14 +121,17 @@ class GraphPartitionBook:
         return p
 
     def partid2nids(self, partid, ntype=DEFAULT_NTYPE):
+        """Part partid's nodes (of ntype: per-type ids)."""
         self._check_type(ntype, DEFAULT_NTYPE, "partid2nids")
         p = self._part(partid, "partid2nids")
-        return torch.arange(int(self._nranges[p]), int(self._nranges[p + 1]))
+        r = self.typed_ranges(False, ntype)
+        return torch.arange(int(r[p]), int(r[p + 1]))
 
     def partid2eids(self, partid, etype=DEFAULT_ETYPE):
         self._check_type(etype, DEFAULT_ETYPE, "partid2eids")
         p = self._part(partid, "partid2eids")
-        return torch.arange(int(self._eranges[p]), int(self._eranges[p + 1]))
+        r = self.typed_ranges(True, etype)
+        return torch.arange(int(r[p]), int(r[p + 1]))
 
     def _to_local(self, ranges, ids, partid, what):
         p = self._part(partid, what)
@@ -106,47 +144,72 @@ class GraphPartitionBook:
         return torch.from_numpy(a - lo)
 
     def nid2localnid(self, nids, partid, ntype=DEFAULT_NTYPE):
-        """Node ids of part partid as offsets within the part."""
+        """Node ids of part partid (of ntype: per-type ids) as offsets within
+        the part's nodes (of that type)."""
         self._check_type(ntype, DEFAULT_NTYPE, "nid2localnid")
-        return self._to_local(self._nranges, nids, partid, "nid2localnid")
+        return self._to_local(self.typed_ranges(False, ntype), nids, partid, "nid2localnid")
 
     def eid2localeid(self, eids, partid, etype=DEFAULT_ETYPE):
         self._check_type(etype, DEFAULT_ETYPE, "eid2localeid")
-        return self._to_local(self._eranges, eids, partid, "eid2localeid")
+        return self._to_local(self.typed_ranges(True, etype), eids, partid, "eid2localeid")
 
     @property
     def ntypes(self):
-        return [DEFAULT_NTYPE]
+        return list(self._types.ntypes) if self._types is not None else [DEFAULT_NTYPE]
 
     @property
     def etypes(self):
-        return [DEFAULT_ETYPE]
+        return list(self._types.etypes) if self._types is not None else [DEFAULT_ETYPE]
 
     @property
     def canonical_etypes(self):
+        if self._types is not None:
+            return list(self._types.canonical_etypes)
         return [DEFAULT_CANONICAL_ETYPE]
 
     def to_canonical_etype(self, etype):
-        self._check_type(etype, DEFAULT_ETYPE, "to_canonical_etype")
-        return DEFAULT_CANONICAL_ETYPE
+        if self._types is None:
+            self._check_type(etype, DEFAULT_ETYPE, "to_canonical_etype")
+            return DEFAULT_CANONICAL_ETYPE
+        cets = self._types.canonical_etypes
+        if isinstance(etype, tuple):
+            if tuple(etype) in cets:
+                return tuple(etype)
+        else:
+            found = [c for c in cets if c[1] == etype]
+            if len(found) == 1:
+                return found[0]
+            if etype in (DEFAULT_ETYPE,) and len(cets) == 1:
+                return cets[0]
+            if len(found) > 1:
+                raise KeyError("edge type %r is ambiguous: %s" % (etype, found))
+        raise KeyError("no edge type %r (the graph's: %s)" % (etype, cets))
 
     def is_homogeneous(self):
-        return True
+        return self._homo()
 
     def map_to_per_ntype(self, ids):
+        if self._types is not None:
+            return self._types.map_to_per_ntype(ids)
         a = torch.as_tensor(_ids_np(ids, "map_to_per_ntype"))
         return torch.zeros_like(a), a
 
     def map_to_per_etype(self, ids):
+        if self._types is not None:
+            return self._types.map_to_per_etype(ids)
         a = torch.as_tensor(_ids_np(ids, "map_to_per_etype"))
         return torch.zeros_like(a), a
 
     def map_to_homo_nid(self, ids, ntype):
         self._check_type(ntype, DEFAULT_NTYPE, "map_to_homo_nid")
+        if self._types is not None and not self._homo():
+            return self._types.map_to_homo_nid(ids, ntype)
         return torch.as_tensor(_ids_np(ids, "map_to_homo_nid"))
 
     def map_to_homo_eid(self, ids, etype):
         self._check_type(etype, DEFAULT_ETYPE, "map_to_homo_eid")
+        if self._types is not None and not self._homo():
+            return self._types.map_to_homo_eid(ids, self.to_canonical_etype(etype))
         return torch.as_tensor(_ids_np(ids, "map_to_homo_eid"))
 
     # -- rdps ------------------------------------------------------------------
@@ -214,20 +277,25 @@ class PartitionPolicy:
     def to_local(self, id_tensor):
         if self._is_node:
             return self._book.nid2localnid(id_tensor, self.part_id, self._type_name)
-        return self._book.eid2localeid(id_tensor, self.part_id, self._type_name)
+        return self._book.eid2localeid(id_tensor, self.part_id, self._typed_name())
 
     def to_partid(self, id_tensor):
         if self._is_node:
             return self._book.nid2partid(id_tensor, self._type_name)
-        return self._book.eid2partid(id_tensor, self._type_name)
+        return self._book.eid2partid(id_tensor, self._typed_name())
 
     def get_part_size(self):
-        m = self._book.metadata()[self.part_id]
-        return m["num_nodes"] if self._is_node else m["num_edges"]
+        r = self._book.typed_ranges(not self._is_node, self._typed_name())
+        return int(r[self.part_id + 1] - r[self.part_id])
+
+    def _typed_name(self):
+        t = self._type_name
+        if not self._is_node and ":" in t:
+            return tuple(t.split(":"))
+        return t
 
     def get_size(self):
-        r = self._book.node_ranges if self._is_node else self._book.edge_ranges
-        return int(r[-1])
+        return int(self._book.typed_ranges(not self._is_node, self._typed_name())[-1])
 
 
 class NodePartitionPolicy(PartitionPolicy):
@@ -238,5 +306,5 @@ class NodePartitionPolicy(PartitionPolicy):
 class EdgePartitionPolicy(PartitionPolicy):
     def __init__(self, partition_book, etype=DEFAULT_ETYPE):
         if isinstance(etype, tuple):
-            etype = etype[1]
+            etype = ":".join(etype)
         super().__init__(EDGE_PART_POLICY + POLICY_DELIMITER + etype, partition_book)

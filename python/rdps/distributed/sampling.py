@@ -10,12 +10,12 @@ Two surfaces:
     -> sample_frontier(), a DGL graph, with DGL's options: fanout -1 (every
     in-edge), replace, prob (an edata name), exclude_edges.
 
-Uniform sampling without replacement runs in C (rdps_graph_sample_neighbors).
-The other options pick on this client from the seeds' whole in-edge lists,
-read as rows of the graph's tables (one-sided pulls over verbs and ofi).
-Excluded edges: the C sample is kept for the seeds it gave no excluded edge
-(given that, it is a uniform pick of the other edges) and those seeds'
-picks are redrawn from their other edges: exactly DGL's distribution.
+Uniform sampling without replacement runs in C (rdps_graph_sample_neighbors);
+DGL's options (per-etype fanout dicts, -1, replace, prob as an edge data of
+the partition, exclude, edge_dir 'out') run in C too (rdps_graph_sample, the
+same two ways). Weights held by a DistTensor assigned as edata at run time
+(not in the partition) are the one case picked here, on this client, from
+the seeds' whole in-edge lists read as rows of the graph's tables.
 """
 import errno
 
@@ -26,7 +26,6 @@ from .._errors import RdpsError
 from .._ffi import SAMPLE_MAX_FANOUT, ffi
 from ._context import lib
 from .graph import EID, ETYPE, NID, _ids, _u64, dgl_module
-from .partition_book import DEFAULT_CANONICAL_ETYPE, DEFAULT_ETYPE, DEFAULT_NTYPE
 
 class SampledEdges:
     """Edges sampled for seeds: src, dst, eid and etype (int64 tensors),
@@ -176,27 +175,6 @@ class NeighborSampler:
 # -- DGL's samplers: the frontier --------------------------------------------
 
 
-def _seeds(g, seed_nodes):
-    if isinstance(seed_nodes, dict):
-        if set(seed_nodes) - {DEFAULT_NTYPE} or not seed_nodes:
-            raise KeyError("sample_neighbors: the graph has one node type, %r, not %r" %
-                           (DEFAULT_NTYPE, list(seed_nodes)))
-        seed_nodes = seed_nodes[DEFAULT_NTYPE]
-    return _ids(seed_nodes, "sample_neighbors")
-
-
-def _fanout(fanout):
-    if isinstance(fanout, dict):
-        keys = set(fanout)
-        if len(fanout) != 1 or not keys <= {DEFAULT_ETYPE, DEFAULT_CANONICAL_ETYPE}:
-            raise KeyError("sample_neighbors: the graph has one edge type, %r, not %r" %
-                           (DEFAULT_ETYPE, list(fanout)))
-        fanout = next(iter(fanout.values()))
-    if isinstance(fanout, torch.Tensor):
-        fanout = int(fanout)
-    return int(fanout)
-
-
 def _rng():
     # Drawn from torch's generator: torch.manual_seed makes a run repeat.
     return np.random.default_rng(int(torch.randint(0, 2 ** 62, (1,))))
@@ -277,57 +255,105 @@ def _pick(g, seeds, eid, src, seg, fanout, replace, prob, excluded):
     return idx[pos]
 
 
+def _homo_seeds(g, seed_nodes):
+    """Seeds as homo ids: a tensor (a graph of one node type: its ids) or a
+    dict {ntype: per-type ids}."""
+    if not isinstance(seed_nodes, dict):
+        if not g.is_homogeneous() and len(g.ntypes) != 1:
+            raise RdpsError(-errno.EINVAL, "sample_neighbors: the graph has node types %s: "
+                            "give the seeds as {ntype: ids}" % (g.ntypes,))
+        return _ids(seed_nodes, "sample_neighbors")
+    parts = []
+    for nt, ids in seed_nodes.items():
+        per = _ids(ids, "sample_neighbors")
+        parts.append(g._types.map_to_homo_nid(per, g._ntype(nt)).numpy() if len(per)
+                     else per)
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+def _fanouts(g, fanout):
+    """{canonical etype: fanout} of an int or a dict keyed by etype."""
+    if isinstance(fanout, dict):
+        return {g.to_canonical_etype(k): int(v) for k, v in fanout.items()}
+    return {cet: int(fanout) for cet in g.canonical_etypes}
+
+
+def _exclude(g, exclude_edges):
+    if exclude_edges is None:
+        return None
+    if isinstance(exclude_edges, dict):
+        parts = []
+        for et, ids in exclude_edges.items():
+            per = _ids(ids, "exclude_edges")
+            cet = g.to_canonical_etype(et)
+            parts.append(per if g.is_homogeneous() or not len(per)
+                         else g._types.map_to_homo_eid(per, cet).numpy())
+        ex = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    else:
+        ex = _ids(exclude_edges, "exclude_edges")
+    ex = np.unique(ex)
+    return ex if len(ex) else None
+
+
+def _assigned_prob(g, prob):
+    """True if prob names a DistTensor assigned as edata (not the
+    partition's data, which the C sampler weights by)."""
+    if prob is None or not g.is_homogeneous():
+        return False
+    return prob in g.edata._added
+
+
 def sample_edges(g, seed_nodes, fanout, edge_dir="in", prob=None, exclude_edges=None,
                  replace=False):
-    """DGL's sample_neighbors options on rdps's sampling: (src, dst, eid)
-    of the picked in-edges of seed_nodes, as int64 tensors."""
-    if edge_dir != "in":
-        raise RdpsError(-errno.EOPNOTSUPP, "sample_neighbors: edge_dir=%r: an rdps partition "
-                        "holds each node's in-edges, so it samples in-edges (edge_dir='in') "
-                        "only" % (edge_dir,))
-    seeds = _seeds(g, seed_nodes)
-    fanout = _fanout(fanout)
-    excluded = None
-    if exclude_edges is not None:
-        if isinstance(exclude_edges, dict):
-            vals = [v for k, v in exclude_edges.items()
-                    if k in (DEFAULT_ETYPE, DEFAULT_CANONICAL_ETYPE)]
-            exclude_edges = torch.cat([torch.as_tensor(v) for v in vals]) if vals else []
-        excluded = np.unique(_ids(exclude_edges, "exclude_edges"))
-        if not len(excluded):
-            excluded = None
-    if fanout == 0 or not len(seeds):
-        e = torch.empty(0, dtype=torch.int64)
-        return e, e, e
-    simple = 0 < fanout <= SAMPLE_MAX_FANOUT and not replace and prob is None
-    if simple:
-        s = sample_neighbors(g, seeds, fanout, g.sample_way)
-        src, dst, eid = s.src.numpy(), s.dst.numpy(), s.eid.numpy()
-        if excluded is None:
-            return s.src, s.dst, s.eid
-        hit = np.unique(dst[np.isin(eid, excluded)])
-        if not len(hit):
-            return s.src, s.dst, s.eid
-        ok = ~np.isin(dst, hit)
-        src, dst, eid = src[ok], dst[ok], eid[ok]
-        seeds = hit  # their picks are redrawn without the excluded edges
-    else:
-        src = dst = eid = np.empty(0, dtype=np.int64)
-    e2, s2, seg = _in_edges(g, seeds)
-    i = _pick(g, seeds, e2, s2, seg, fanout, replace, prob, excluded)
-    src = np.concatenate([src, s2[i]])
-    dst = np.concatenate([dst, seeds[seg[i]]])
-    eid = np.concatenate([eid, e2[i]])
-    return torch.from_numpy(src), torch.from_numpy(dst), torch.from_numpy(eid)
+    """DGL's sample_neighbors options on rdps's sampling: the picked edges
+    (homo ids) of seed_nodes as numpy arrays (src, dst, eid, canonical etype
+    id)."""
+    if edge_dir not in ("in", "out"):
+        raise ValueError("sample_neighbors: edge_dir is 'in' or 'out', not %r" % (edge_dir,))
+    seeds = _homo_seeds(g, seed_nodes)
+    fan = _fanouts(g, fanout)
+    excluded = _exclude(g, exclude_edges)
+    if not len(seeds) or all(f == 0 for f in fan.values()):
+        e = np.empty(0, dtype=np.int64)
+        return e, e, e, e
+    if _assigned_prob(g, prob):
+        if edge_dir != "in":
+            raise RdpsError(-errno.EOPNOTSUPP, "sample_neighbors: prob %r is a DistTensor "
+                            "assigned as edata: weighted out-edge sampling needs it in the "
+                            "partition (partition_graph with g.edata[%r])" % (prob, prob))
+        f = next(iter(fan.values()))
+        e2, s2, seg = _in_edges(g, seeds)
+        i = _pick(g, seeds, e2, s2, seg, f, replace, prob, excluded)
+        return s2[i], seeds[seg[i]], e2[i], np.zeros(len(i), dtype=np.int64)
+    s = g._types.sample(seeds, fan, edge_dir=edge_dir, replace=replace, prob=prob,
+                        exclude=excluded, way=g.sample_way)
+    return s.src, s.dst, s.eid, s.etype
 
 
 def sample_frontier(g, seed_nodes, fanout, edge_dir="in", prob=None, exclude_edges=None,
                     replace=False):
-    """The frontier DGL's samplers build blocks from: a DGL graph of every
-    node of g with the sampled in-edges of seed_nodes, edata[EID] their
-    ids (what dgl.distributed.sample_neighbors returns)."""
+    """The frontier DGL's samplers build blocks from (what
+    dgl.distributed.sample_neighbors returns): a DGL graph of every node of
+    g with the picked edges of seed_nodes, edata[EID] their ids; for a
+    heterogeneous graph a heterograph in per-type ids."""
     dgl = dgl_module("sample_neighbors")
-    src, dst, eid = sample_edges(g, seed_nodes, fanout, edge_dir, prob, exclude_edges, replace)
-    fr = dgl.graph((src, dst), num_nodes=g.num_nodes())
-    fr.edata[EID] = eid
+    src, dst, eid, et = sample_edges(g, seed_nodes, fanout, edge_dir, prob, exclude_edges,
+                                     replace)
+    if g.is_homogeneous():
+        fr = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=g.num_nodes())
+        fr.edata[EID] = torch.from_numpy(eid)
+        return fr
+    t = g._types
+    ps = t.map_to_per_ntype(src)[1] if len(src) else torch.empty(0, dtype=torch.int64)
+    pd = t.map_to_per_ntype(dst)[1] if len(dst) else torch.empty(0, dtype=torch.int64)
+    pe = t.map_to_per_etype(eid)[1] if len(eid) else torch.empty(0, dtype=torch.int64)
+    et = torch.from_numpy(et)
+    data, eids = {}, {}
+    for i, cet in enumerate(g.canonical_etypes):
+        m = et == i
+        data[cet] = (ps[m], pd[m])
+        eids[cet] = pe[m]
+    fr = dgl.heterograph(data, {nt: g.num_nodes(nt) for nt in g.ntypes})
+    for cet, e in eids.items():
+        fr.edges[cet].data[EID] = e
     return fr

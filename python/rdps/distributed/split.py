@@ -57,7 +57,7 @@ def _part_share(ids, ranges, parts, rank):
     return own[off[i]:off[i + 1]]
 
 
-def _split(elements, partition_book, rank, force_even, what, edges):
+def _split(elements, partition_book, rank, force_even, what, edges, typ=None):
     mask = _mask(elements)
     n = _context.get_num_trainers()
     if rank is None:
@@ -66,7 +66,8 @@ def _split(elements, partition_book, rank, force_even, what, edges):
         raise ValueError("%s: rank %d is not in 0..%d" % (what, rank, n - 1))
     ids = np.flatnonzero(mask)
     if partition_book is not None:
-        ranges = partition_book.edge_ranges if edges else partition_book.node_ranges
+        # a type's ids (per-type ids count part after part) or all ids
+        ranges = partition_book.typed_ranges(edges, typ)
         k = len(ranges) - 1
         if len(mask) != ranges[-1]:
             raise ValueError("%s: the mask has %d elements, the graph %d %s" %
@@ -117,10 +118,12 @@ def node_split(nodes, partition_book=None, ntype="_N", rank=None, force_even=Tru
     Without one: force_even=True cuts the set ids in increasing order into
     get_num_trainers() runs (trainer r takes run r); force_even=False takes
     the set ids in trainer r's range of the id space (len(nodes) cut into
-    equal ranges), which may be uneven. ntype and node_trainer_ids are
-    accepted for DGL's signature and ignored.
+    equal ranges), which may be uneven. ntype: the node type whose
+    per-type ids the mask covers (a heterogeneous graph's); node_trainer_ids
+    is accepted for DGL's signature and ignored.
     """
-    return _split(nodes, partition_book, rank, force_even, "node_split", edges=False)
+    return _split(nodes, partition_book, rank, force_even, "node_split", edges=False,
+                  typ=ntype)
 
 
 def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=True,
@@ -128,4 +131,5 @@ def edge_split(edges, partition_book=None, etype="_E", rank=None, force_even=Tru
     """node_split for a mask of edges: with a partition_book, by edge
     ownership (a part owns its nodes' in-edges, a contiguous range of edge
     ids)."""
-    return _split(edges, partition_book, rank, force_even, "edge_split", edges=True)
+    return _split(edges, partition_book, rank, force_even, "edge_split", edges=True,
+                  typ=etype)
