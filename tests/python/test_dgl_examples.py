@@ -6,15 +6,22 @@ runs in-process, as DGL's) and under rdps launch --exec with 2 machines of
 one server and two trainers each (rdps launch places trainer r on machine
 r % 2: trainers 1 and 3 sit beside part 1): DDP over gloo (torch.distributed's
 variables set by initialize), each trainer's training nodes in the part of
-its own machine, layer-wise inference into DistTensors assigned as ndata."""
+its own machine, layer-wise inference into DistTensors assigned as ndata.
+Link prediction (DistEdgeDataLoader, negatives) on the same graph, and RGCN
+on rdps dataset wordnet-hetero (HeteroGraphConv, DistEmbedding + SparseAdam
+for the featureless lemmas), both ways too."""
 import json
 import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import PYTHON, RDPS, SRC, env_for_children, free_base_port, need_dgl
 
 SAGE = os.path.join(SRC, "examples", "dgl", "train_dist_sage.py")
+LINK = os.path.join(SRC, "examples", "dgl", "train_dist_link.py")
+RGCN = os.path.join(SRC, "examples", "dgl", "train_dist_rgcn.py")
 FAST = ["--num_epochs", "1", "--fan_out", "5,10", "--batch_size", "1000"]
 
 
@@ -80,3 +87,69 @@ def test_graphsage_standalone_and_launched(wordnet, tmp_path):
     assert launched["test_acc"] > 0.2, launched
     for s in (alone, launched):
         assert s["sampled_edges_per_s"] > 0 and s["feature_bytes_per_s"] > 0
+
+
+def two_machines(tmp_path):
+    ipc = tmp_path / "ip_config.txt"
+    base = free_base_port(2)
+    ipc.write_text("127.0.0.1 %d 1\n127.0.0.1 %d 1\n" % (base, base + 1))
+    return ipc
+
+
+def both_ways(tmp_path, script, parts, conf, args, launched_args):
+    """The script standalone, then under rdps launch (2 machines of one
+    server and one trainer); trainer 0's JSON of each and the logs."""
+    ipc = two_machines(tmp_path)
+    base = [script, "--ip_config", str(ipc), "--part_config", conf] + args
+    r = subprocess.run([PYTHON] + base + ["--json", str(tmp_path / "alone.json")],
+                       env=clean_env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    alone = last_json(tmp_path / "alone.json")
+    r = subprocess.run([RDPS, "launch", "--ip_config", str(ipc), "--num_client_proc", "1",
+                        "--server_arg=--graph", "--server_arg=" + parts, "--log_dir",
+                        str(tmp_path / "logs"), "--quiet", "--exec", "--transport", "tcp", "--",
+                        PYTHON] + base + launched_args +
+                       ["--json", str(tmp_path / "dist.json")],
+                       env=clean_env(), capture_output=True, text=True, timeout=600)
+    logs = "".join((tmp_path / "logs" / f).read_text()
+                   for f in sorted(os.listdir(tmp_path / "logs")))
+    assert r.returncode == 0, r.stderr + logs
+    launched = last_json(tmp_path / "dist.json")
+    print("standalone:", alone, "\nlaunched:", launched)
+    assert alone["trainers"] == 1 and launched["trainers"] == 2
+    return alone, launched, logs
+
+
+def test_link_prediction(wordnet, tmp_path):
+    need_dgl()
+    _, parts, _ = wordnet
+    alone, launched, logs = both_ways(
+        tmp_path, LINK, parts, os.path.join(parts, "partition.json"),
+        ["--max_steps", "30"], ["--max_steps", "12"])
+    # scores of held-out true edges against uniform negatives (0.5: chance)
+    assert alone["test_auc"] > 0.6, alone
+    assert launched["test_auc"] > 0.55, launched
+    assert len(re.findall(r"rank \d: held-out AUC", logs)) == 2
+
+
+@pytest.fixture(scope="module")
+def wordnet_hetero(tmp_path_factory):
+    d = tmp_path_factory.mktemp("wnh")
+    data, parts = str(d / "wnh"), str(d / "hparts")
+    subprocess.run([RDPS, "dataset", "wordnet-hetero", data], check=True, capture_output=True)
+    subprocess.run([RDPS, "partition", "--data", data, "-k", "2", "--out", parts],
+                   check=True, capture_output=True)
+    return parts
+
+
+def test_rgcn_on_wordnet_hetero(wordnet_hetero, tmp_path):
+    need_dgl()
+    parts = wordnet_hetero
+    alone, launched, logs = both_ways(
+        tmp_path, RGCN, parts, os.path.join(parts, "partition.json"),
+        ["--max_steps", "40"], ["--max_steps", "12"])
+    # 45 classes (majority 0.12): 40 steps standalone reach ~0.7
+    assert alone["test_acc"] > 0.5, alone
+    assert launched["test_acc"] > 0.3, launched
+    accs = re.findall(r"rank \d: Test accuracy ([0-9.]+)", logs)
+    assert len(accs) == 2 and accs[0] == accs[1], accs  # DDP: one model
