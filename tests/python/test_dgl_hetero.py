@@ -11,7 +11,6 @@ DistNodeDataLoader with a dict of nids, and DistEdgeDataLoader with a dict
 of eids and negatives."""
 import os
 
-import numpy as np
 import pytest
 import torch
 
