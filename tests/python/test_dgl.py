@@ -302,7 +302,7 @@ def test_initialize_with_an_ip_config_outside_a_launcher_runs_standalone(tmp_pat
 def test_one_line_makes_dgl_distributed_rdps(tmp_path):
     script = ("import rdps.distributed.dgl_compat\n"
               "import dgl, rdps.distributed.dglapi as api\n"
-              "from dgl.distributed import DistGraph, node_split\n"
+              "from dgl.distributed import DistGraph, node_split, partition_graph\n"
               "from dgl.distributed.optim import SparseAdam\n"
               "print(dgl.distributed is api, DistGraph.__module__, SparseAdam.__module__,\n"
               "      dgl.dataloading.DistNodeDataLoader.__module__,\n"
@@ -314,3 +314,7 @@ def test_one_line_makes_dgl_distributed_rdps(tmp_path):
                                     "rdps.distributed.dataloader",
                                     "rdps.distributed.embedding"], r.stdout
     assert r.stdout.split()[5] == dgl.__version__
+    assert "rdps.distributed.partition" in subprocess.run(
+        [PYTHON, "-c", "import rdps.distributed.dgl_compat, dgl; "
+         "print(dgl.distributed.partition_graph.__module__)"], env=env_for_children(),
+        capture_output=True, text=True, timeout=120).stdout

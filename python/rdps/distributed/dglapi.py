@@ -16,6 +16,7 @@ from .dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from .embedding import DistEmbedding
 from .graph import DistGraph
 from .optim import SparseAdagrad, SparseAdam
+from .partition import partition_graph
 from .partition_book import (EdgePartitionPolicy, GraphPartitionBook, NodePartitionPolicy,
                              PartitionPolicy)
 from .sampling import sample_frontier
@@ -44,4 +45,5 @@ __all__ = ["initialize", "exit_client", "finalize", "is_initialized", "barrier",
            "DistTensor", "DistEmbedding", "DistDataLoader", "DistNodeDataLoader",
            "DistEdgeDataLoader", "node_split", "edge_split", "sample_neighbors",
            "GraphPartitionBook", "PartitionPolicy", "NodePartitionPolicy",
-           "EdgePartitionPolicy", "SparseAdagrad", "SparseAdam", "optim", "nn"]
+           "EdgePartitionPolicy", "SparseAdagrad", "SparseAdam", "optim", "nn",
+           "partition_graph"]
