@@ -89,8 +89,7 @@ def run(args, device, g):
     pb = g.get_partition_book()
     train_nid = dgl.distributed.node_split(g.ndata["train_mask"], pb, force_even=True)
     test_nid = dgl.distributed.node_split(g.ndata["test_mask"], pb, force_even=True)
-    local = ((train_nid >= int(pb.node_ranges[pb.partid])) &
-             (train_nid < int(pb.node_ranges[pb.partid + 1]))).float().mean().item()
+    local = (pb.nid2partid(train_nid) == pb.partid).float().mean().item()
     print("rank %d: part %d of %d, %d train nodes (%.3f of them in its part), %d test" %
           (g.rank(), pb.partid, pb.num_partitions(), len(train_nid), local, len(test_nid)),
           flush=True)
