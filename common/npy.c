@@ -44,104 +44,48 @@ static const char *dict_value(const char *dict, const char *key)
 int rdps_npy_read(const char *path, const char *want, void **data, uint64_t *rows,
 		  uint64_t *cols, char *err, size_t errlen)
 {
-	unsigned char pre[12];
-	char dict[4096], descr[16];
-	const char *v;
-	uint64_t hlen, dims[2] = { 0, 0 }, n, esize;
-	int nd = 0, fd, ret = 0;
+	struct rdps_npy a;
 	struct stat st;
-	size_t pre_len;
+	char *buf = NULL;
+	int fd, ret = 0;
 
 	*data = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(err, errlen, -errno, path, strerror(errno));
-	if (fstat(fd, &st) || read(fd, pre, 10) != 10 || memcmp(pre, "\x93NUMPY", 6)) {
-		ret = fail(err, errlen, -EINVAL, path, "not a .npy file");
+	if (fstat(fd, &st) || !(buf = malloc((size_t)st.st_size + 1))) {
+		ret = fail(err, errlen, -ENOMEM, path, "cannot read");
 		goto out;
 	}
-	if (pre[6] == 1) {
-		hlen = pre[8] | (uint64_t)pre[9] << 8;
-		pre_len = 10;
-	} else if (pre[6] == 2 || pre[6] == 3) {
-		if (read(fd, pre + 10, 2) != 2) {
-			ret = fail(err, errlen, -EINVAL, path, "truncated header");
-			goto out;
-		}
-		hlen = pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
-		pre_len = 12;
-	} else {
-		ret = fail(err, errlen, -EINVAL, path, "unknown .npy version");
-		goto out;
-	}
-	if (hlen >= sizeof(dict) || read(fd, dict, hlen) != (ssize_t)hlen) {
-		ret = fail(err, errlen, -EINVAL, path, "bad header length");
-		goto out;
-	}
-	dict[hlen] = '\0';
-	v = dict_value(dict, "'descr'");
-	if (!v || sscanf(v, "'%15[^']'", descr) != 1) {
-		ret = fail(err, errlen, -EINVAL, path, "no descr in the header");
-		goto out;
-	}
-	if (strcmp(descr, want) &&
-	    !(rdps_npy_elem_size(want) == 1 && rdps_npy_elem_size(descr) == 1)) {
-		snprintf(err, errlen, "%s: holds %s, not %s", path, descr, want);
-		ret = -EINVAL;
-		goto out;
-	}
-	v = dict_value(dict, "'fortran_order'");
-	if (!v || strncmp(v, "False", 5)) {
-		ret = fail(err, errlen, -EINVAL, path, "Fortran order (rdps reads C order)");
-		goto out;
-	}
-	v = dict_value(dict, "'shape'");
-	if (!v || *v != '(') {
-		ret = fail(err, errlen, -EINVAL, path, "no shape in the header");
-		goto out;
-	}
-	for (v++; *v && *v != ')';) {
-		char *end;
-		unsigned long long d;
-
-		while (*v == ' ' || *v == ',')
-			v++;
-		if (*v == ')')
-			break;
-		errno = 0;
-		d = strtoull(v, &end, 10);
-		if (errno || end == v || nd == 2) {
-			ret = fail(err, errlen, -EINVAL, path, "a shape of more than 2 dimensions");
-			goto out;
-		}
-		dims[nd++] = d;
-		v = end;
-	}
-	esize = rdps_npy_elem_size(descr);
-	n = dims[0] * (nd == 2 ? dims[1] : 1);
-	if (nd == 0 || (uint64_t)st.st_size != pre_len + hlen + n * esize) {
-		ret = fail(err, errlen, -EINVAL, path, "its length disagrees with its shape");
-		goto out;
-	}
-	*data = malloc(n * esize > 0 ? n * esize : 1);
-	if (!*data) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (uint64_t got = 0; got < n * esize;) {
-		ssize_t r = read(fd, (char *)*data + got, n * esize - got);
+	for (off_t got = 0; got < st.st_size;) {
+		ssize_t r = read(fd, buf + got, (size_t)(st.st_size - got));
 
 		if (r <= 0) {
 			ret = fail(err, errlen, r < 0 ? -errno : -EIO, path, "read failed");
-			free(*data);
-			*data = NULL;
 			goto out;
 		}
-		got += (uint64_t)r;
+		got += r;
 	}
-	*rows = dims[0];
-	*cols = nd == 2 ? dims[1] : 0;
+	if ((ret = rdps_npy_parse(buf, (size_t)st.st_size, path, &a, err, errlen)))
+		goto out;
+	if (strcmp(a.descr, want) &&
+	    !(rdps_npy_elem_size(want) == 1 && rdps_npy_elem_size(a.descr) == 1)) {
+		snprintf(err, errlen, "%s: holds %s, not %s", path, a.descr, want);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (a.ndim < 1 || a.ndim > 2) {
+		ret = fail(err, errlen, -EINVAL, path, "a shape of more than 2 dimensions");
+		goto out;
+	}
+	/* the data to the buffer's start: the caller frees what it gets */
+	memmove(buf, a.data, a.data_bytes);
+	*data = buf;
+	buf = NULL;
+	*rows = a.shape[0];
+	*cols = a.ndim == 2 ? a.shape[1] : 0;
 out:
+	free(buf);
 	close(fd);
 	return ret;
 }

@@ -119,6 +119,7 @@ int rdps_graph_open(struct rdps_client *c, struct rdps_graph **out)
 	if (!g)
 		return -ENOMEM;
 	g->c = c;
+	g->nserv = k;
 	if ((ret = find_table(g, RDPS_GRAPH_META, &g->meta, RDPS_DTYPE_U8, RDPS_GRAPH_META_ROW)) ||
 	    (ret = find_table(g, RDPS_GRAPH_INDPTR, &g->indptr, RDPS_DTYPE_I64, 2)) ||
 	    (ret = find_table(g, RDPS_GRAPH_EDGES, &g->edges, RDPS_DTYPE_I64, 4)) ||
@@ -163,7 +164,7 @@ void rdps_graph_close(struct rdps_graph *g)
 
 	if (!g)
 		return;
-	k = rdps_client_num_servers(g->c);
+	k = g->nserv; /* (the client may be gone: the graph frees only its own) */
 	for (uint32_t s = 0; s < k; s++) {
 		if (g->req)
 			free(g->req[s]);
@@ -193,6 +194,7 @@ void rdps_graph_close(struct rdps_graph *g)
 	free(g->ids);
 	free(g->rows);
 	free(g->excl);
+	free(g->full);
 	free(g->posx);
 	free(g->w);
 	free(g->st_other);

@@ -26,6 +26,7 @@ enum { ITEM_RPC = 0, ITEM_READ = 1 };
 
 struct rdps_graph {
 	struct rdps_client *c;
+	uint32_t nserv;        /* the client's servers (per-server arrays) */
 	struct gschema s;
 	char *schema_text;
 	struct rdps_table_info meta, indptr, edges, outptr, outedges;

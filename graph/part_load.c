@@ -19,19 +19,6 @@
 #include "rdps/partition.h"
 #include "schema.h"
 
-static int failf(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int failf(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
-
 void rdps_graph_part_free(struct rdps_graph_part *p)
 {
 	if (!p)
@@ -76,11 +63,11 @@ static int load_file(struct pl *l, const char *name, struct rdps_npy *a)
 
 	snprintf(path, sizeof(path), "%s/%s", l->dir, name);
 	if (!want_hex || !json_is_integer(want_bytes))
-		return failf(l->err, l->errlen, -EINVAL, "%s/partition.json: \"files\" records no "
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/partition.json: \"files\" records no "
 			     "size and XXH3 of %s", l->dir, name);
 	want = strtoull(want_hex, &end, 16);
 	if (*end || strlen(want_hex) != 16)
-		return failf(l->err, l->errlen, -EINVAL, "%s/partition.json: files.%s.xxh3: want "
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/partition.json: files.%s.xxh3: want "
 			     "16 hex digits", l->dir, name);
 	ret = rdps_loader_read_file(path, NULL, &buf, &len, &sum, l->err, l->errlen);
 	if (ret)
@@ -93,11 +80,11 @@ static int load_file(struct pl *l, const char *name, struct rdps_npy *a)
 	l->p->bufs = bufs;
 	bufs[l->p->num_bufs++] = buf;
 	if ((uint64_t)len != (uint64_t)json_integer_value(want_bytes))
-		return failf(l->err, l->errlen, -EBADMSG, "%s: %zu bytes, partition.json recorded "
+		return rdps_gs_fail(l->err, l->errlen, -EBADMSG, "%s: %zu bytes, partition.json recorded "
 			     "%lld: the file was cut short or replaced (restore it, or partition "
 			     "again)", path, len, (long long)json_integer_value(want_bytes));
 	if (sum != want)
-		return failf(l->err, l->errlen, -EBADMSG, "%s: damaged: its XXH3 is %016" PRIx64
+		return rdps_gs_fail(l->err, l->errlen, -EBADMSG, "%s: damaged: its XXH3 is %016" PRIx64
 			     ", partition.json recorded %016" PRIx64 " (restore the file, or "
 			     "partition again)", path, sum, want);
 	return rdps_npy_parse(buf, len, path, a, l->err, l->errlen);
@@ -114,7 +101,7 @@ static int load_i64(struct pl *l, const char *what, uint64_t rows, uint64_t cols
 	if ((ret = load_file(l, name, &a)))
 		return ret;
 	if (strcmp(a.descr, "<i8") || a.ndim != 2 || a.shape[0] != rows || a.shape[1] != cols)
-		return failf(l->err, l->errlen, -EINVAL, "%s/%s: %s of shape (%llu, %llu), want "
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/%s: %s of shape (%llu, %llu), want "
 			     "int64 (%llu, %llu) as partition.json says", l->dir, name, a.descr,
 			     (unsigned long long)a.shape[0],
 			     (unsigned long long)(a.ndim > 1 ? a.shape[1] : 0),
@@ -141,14 +128,14 @@ static int check_in(struct pl *l)
 		if (r[0] < 0 || (uint64_t)r[0] >= s->N || r[1] < 0 || (uint64_t)r[1] >= s->N ||
 		    r[3] < 0 || (uint64_t)r[3] >= s->et[e].num ||
 		    (s->typed ? r[2] != (int64_t)e : r[2] < 0))
-			return failf(l->err, l->errlen, -EINVAL, "%s: edge %llu (%lld -> %lld, type "
+			return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: edge %llu (%lld -> %lld, type "
 				     "%lld, original %lld): an id out of range or a type not its "
 				     "etype %u's", where, (unsigned long long)y, (long long)r[0],
 				     (long long)r[1], (long long)r[2], (long long)r[3], e);
 		st = rdps_gschema_node_type(s, (uint64_t)r[0], NULL);
 		if (rdps_gschema_node_type(s, (uint64_t)r[1], &dp) != s->et[e].dst || dp != q ||
 		    st != s->et[e].src)
-			return failf(l->err, l->errlen, -EINVAL, "%s: edge %llu (%lld -> %lld) of "
+			return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: edge %llu (%lld -> %lld) of "
 				     "etype '%s': its endpoints are not of the etype's node types "
 				     "or its destination is not in part %u", where,
 				     (unsigned long long)y, (long long)r[0], (long long)r[1],
@@ -164,7 +151,7 @@ static int check_in(struct pl *l)
 				const int64_t *r = p->indptr_rows + 2 * (slot - s->in_slot_ranges[q]);
 
 				if (r[0] < (int64_t)elo || r[1] < r[0] || r[1] > (int64_t)ehi)
-					return failf(l->err, l->errlen, -EINVAL, "%s: slot %llu "
+					return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: slot %llu "
 						     "[%lld, %lld) is not a range of part %u's "
 						     "edges [%llu, %llu)", where,
 						     (unsigned long long)slot, (long long)r[0],
@@ -175,7 +162,7 @@ static int check_in(struct pl *l)
 
 					if ((uint64_t)er[1] != v ||
 					    rdps_gschema_edge_type(s, (uint64_t)y, NULL) != nt->in[j])
-						return failf(l->err, l->errlen, -EINVAL, "%s: slot "
+						return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: slot "
 							     "%llu (node %llu, etype %u) holds edge "
 							     "%lld of node %lld", where,
 							     (unsigned long long)slot,
@@ -186,7 +173,7 @@ static int check_in(struct pl *l)
 			}
 	}
 	if (covered != ehi - elo)
-		return failf(l->err, l->errlen, -EINVAL, "%s: the slots hold %llu edges, the part "
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: the slots hold %llu edges, the part "
 			     "has %llu", where, (unsigned long long)covered,
 			     (unsigned long long)(ehi - elo));
 	return 0;
@@ -213,7 +200,7 @@ static int check_out(struct pl *l)
 				uint32_t e = nt->out[j];
 
 				if (r[0] != (int64_t)at || r[1] < r[0] || r[1] > (int64_t)ohi)
-					return failf(l->err, l->errlen, -EINVAL, "%s: out-slot %llu "
+					return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: out-slot %llu "
 						     "[%lld, %lld) does not follow the one before "
 						     "(at %llu) inside [%llu, %llu)", where,
 						     (unsigned long long)slot, (long long)r[0],
@@ -230,7 +217,7 @@ static int check_out(struct pl *l)
 						    s->et[e].dst ||
 					    (s->typed ? o[2] != (int64_t)e : o[2] < 0) ||
 					    (x > r[0] && o[1] <= o[-2]))
-						return failf(l->err, l->errlen, -EINVAL, "%s: out-edge "
+						return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: out-edge "
 							     "%lld (-> %lld, edge %lld, type %lld) "
 							     "of node %llu: not an edge of etype "
 							     "'%s' into its type, or out of order",
@@ -243,7 +230,7 @@ static int check_out(struct pl *l)
 			}
 	}
 	if (at != ohi)
-		return failf(l->err, l->errlen, -EINVAL, "%s: the out-slots end at %llu, the part's "
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: the out-slots end at %llu, the part's "
 			     "out-edges at %llu", where, (unsigned long long)at,
 			     (unsigned long long)ohi);
 	return 0;
@@ -261,13 +248,13 @@ static int load_data(struct pl *l, bool edge, uint32_t type, const struct gs_dat
 
 	snprintf(name, sizeof(name), "part-%u-%s.npy", q, d->file);
 	if (strchr(d->file, '/'))
-		return failf(l->err, l->errlen, -EINVAL, "%s/partition.json: data '%s': file '%s' "
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/partition.json: data '%s': file '%s' "
 			     "is not a name", l->dir, d->name, d->file);
 	if ((ret = load_file(l, name, &a)))
 		return ret;
 	if (!a.ndim || a.shape[0] != rows || a.elem_size != rdps_npy_dtype_size(d->dtype) ||
 	    (rows && a.data_bytes / rows != d->row_bytes))
-		return failf(l->err, l->errlen, -EINVAL, "%s/%s: %s of %llu rows, want %llu rows "
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/%s: %s of %llu rows, want %llu rows "
 			     "of %u bytes of %s as partition.json says", l->dir, name, a.descr,
 			     (unsigned long long)a.shape[0], (unsigned long long)rows,
 			     d->row_bytes, d->dtype);
@@ -292,7 +279,7 @@ static int load_data(struct pl *l, bool edge, uint32_t type, const struct gs_dat
 			int64_t v = ((const int64_t *)a.data)[i];
 
 			if (v < 0 || (uint64_t)v >= l->s.num_classes)
-				return failf(l->err, l->errlen, -EINVAL, "%s/%s: node %llu has label "
+				return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/%s: node %llu has label "
 					     "%lld, not one of the %u classes", l->dir, name,
 					     (unsigned long long)(t->lo[q] + i), (long long)v,
 					     l->s.num_classes);
@@ -357,18 +344,18 @@ int rdps_graph_part_load(const char *dir, uint32_t part, struct rdps_graph_part 
 	root = json_load_file(path, 0, &je);
 	if (!root) {
 		free(p);
-		return failf(err, errlen, -ENOENT, "%s:%d: %s", path, je.line, je.text);
+		return rdps_gs_fail(err, errlen, -ENOENT, "%s:%d: %s", path, je.line, je.text);
 	}
 	if ((ret = rdps_gschema_parse(root, path, &l.s, err, errlen)))
 		goto out;
 	if (part >= s->k) {
-		ret = failf(err, errlen, -EINVAL, "%s: part %u asked of a partition into %u parts "
+		ret = rdps_gs_fail(err, errlen, -EINVAL, "%s: part %u asked of a partition into %u parts "
 			    "(one server per part: as many servers as parts)", path, part, s->k);
 		goto out;
 	}
 	l.files = json_object_get(root, "files");
 	if (!json_is_object(l.files)) {
-		ret = failf(err, errlen, -EINVAL, "%s: no \"files\" (the sizes and checksums of the "
+		ret = rdps_gs_fail(err, errlen, -EINVAL, "%s: no \"files\" (the sizes and checksums of the "
 			    "partition's files)", path);
 		goto out;
 	}
@@ -392,7 +379,7 @@ int rdps_graph_part_load(const char *dir, uint32_t part, struct rdps_graph_part 
 		if ((ret = load_file(&l, "idmap.npy", &idmap)))
 			goto out;
 		if (strcmp(idmap.descr, "<i8") || idmap.ndim != 1 || idmap.shape[0] != s->N) {
-			ret = failf(err, errlen, -EINVAL, "%s/idmap.npy: want %llu int64 ids", dir,
+			ret = rdps_gs_fail(err, errlen, -EINVAL, "%s/idmap.npy: want %llu int64 ids", dir,
 				    (unsigned long long)s->N);
 			goto out;
 		}
@@ -432,7 +419,7 @@ int rdps_graph_part_load(const char *dir, uint32_t part, struct rdps_graph_part 
 	if ((ret = check_in(&l)) || (ret = check_out(&l)) || (ret = make_meta(&l, root)))
 		goto out;
 	if (5 + p->num_data > RDPS_GRAPH_MAX_TABLES) {
-		ret = failf(err, errlen, -EINVAL, "%s: %u data tables and the graph's 5: more than "
+		ret = rdps_gs_fail(err, errlen, -EINVAL, "%s: %u data tables and the graph's 5: more than "
 			    "the %d a graph may take", path, p->num_data, RDPS_GRAPH_MAX_TABLES);
 		goto out;
 	}

@@ -11,10 +11,7 @@
 #include "rdps/transport.h"
 #include "schema.h"
 
-static int failf(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int failf(char *err, size_t errlen, int ret, const char *fmt, ...)
+int rdps_gs_fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -30,7 +27,7 @@ static int get_u64(json_t *o, const char *key, uint64_t *v, const char *where, c
 	json_t *x = json_object_get(o, key);
 
 	if (!json_is_integer(x) || json_integer_value(x) < 0)
-		return failf(err, errlen, -EINVAL, "%s: \"%s\" missing or not a non-negative "
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: \"%s\" missing or not a non-negative "
 			     "integer", where, key);
 	*v = (uint64_t)json_integer_value(x);
 	return 0;
@@ -44,7 +41,7 @@ static int ranges(json_t *root, const char *key, uint32_t k, uint64_t total, uin
 	uint64_t *r;
 
 	if (!json_is_array(a) || json_array_size(a) != (size_t)k + 1)
-		return failf(err, errlen, -EINVAL, "%s: \"%s\" is not an array of k + 1 = %u "
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: \"%s\" is not an array of k + 1 = %u "
 			     "offsets", where, key, k + 1);
 	r = calloc((size_t)k + 1, sizeof(*r));
 	if (!r)
@@ -55,12 +52,12 @@ static int ranges(json_t *root, const char *key, uint32_t k, uint64_t total, uin
 
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    (i && (uint64_t)json_integer_value(v) < r[i - 1]))
-			return failf(err, errlen, -EINVAL, "%s: \"%s\"[%u] is not a non-negative "
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: \"%s\"[%u] is not a non-negative "
 				     "integer at least the one before", where, key, i);
 		r[i] = (uint64_t)json_integer_value(v);
 	}
 	if (r[0] || (total != UINT64_MAX && r[k] != total))
-		return failf(err, errlen, -EINVAL, "%s: \"%s\" runs from %llu to %llu, not from "
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: \"%s\" runs from %llu to %llu, not from "
 			     "0 to %llu", where, key, (unsigned long long)r[0],
 			     (unsigned long long)r[k], (unsigned long long)total);
 	return 0;
@@ -73,7 +70,7 @@ static int old_version(json_t *root, const char *where, uint64_t version, char *
 	json_t *s = json_object_get(root, "seed");
 
 	if (version == 1)
-		return failf(err, errlen, -EPROTONOSUPPORT, "%s: a graph partition of "
+		return rdps_gs_fail(err, errlen, -EPROTONOSUPPORT, "%s: a graph partition of "
 			     "format_version 1, written by an rdps before typed graphs and file "
 			     "checksums; partition the graph again: rdps partition --data "
 			     "GRAPHDIR -k %lld --method %s --seed %lld%s%s --out DIR (or "
@@ -85,7 +82,7 @@ static int old_version(json_t *root, const char *where, uint64_t version, char *
 				     ? " --balance_train" : "",
 			     json_is_true(json_object_get(root, "balance_edges"))
 				     ? " --balance_edges" : "");
-	return failf(err, errlen, -EPROTONOSUPPORT, "%s: format_version %llu; this rdps reads "
+	return rdps_gs_fail(err, errlen, -EPROTONOSUPPORT, "%s: format_version %llu; this rdps reads "
 		     "graph partitions of version %d", where, (unsigned long long)version,
 		     RDPS_GRAPH_FORMAT_VERSION);
 }
@@ -99,7 +96,7 @@ static int parse_data(json_t *list, bool edge, uint32_t type, struct gs_type *t,
 	if (!list)
 		return 0;
 	if (!json_is_array(list))
-		return failf(err, errlen, -EINVAL, "%s: %s type '%s': \"data\" is not an array",
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: %s type '%s': \"data\" is not an array",
 			     where, edge ? "edge" : "node", t->name);
 	t->ndata = (uint32_t)json_array_size(list);
 	t->data = calloc(t->ndata + 1, sizeof(*t->data));
@@ -122,21 +119,21 @@ static int parse_data(json_t *list, bool edge, uint32_t type, struct gs_type *t,
 		    json_array_size(shape) >= RDPS_GRAPH_MAX_NDIM ||
 		    strncmp(d->table, pre, strlen(pre)) ||
 		    strlen(d->table) >= RDPS_TABLE_NAME_MAX)
-			return failf(err, errlen, -EINVAL, "%s: %s type '%s': data[%zu] wants a "
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: %s type '%s': data[%zu] wants a "
 				     "name, a known dtype, a shape of < %d dimensions, a table "
 				     "'%s...' and a file", where, edge ? "edge" : "node", t->name,
 				     i, RDPS_GRAPH_MAX_NDIM, pre);
 		json_array_foreach(shape, j, x) {
 			if (!json_is_integer(x) || json_integer_value(x) <= 0 ||
 			    elems * (uint64_t)json_integer_value(x) > RDPS_MAX_DIM * 4ull)
-				return failf(err, errlen, -EINVAL, "%s: data '%s': shape[%zu] is not "
+				return rdps_gs_fail(err, errlen, -EINVAL, "%s: data '%s': shape[%zu] is not "
 					     "a dimension of a row that fits a table", where,
 					     d->name, j);
 			elems *= (uint64_t)json_integer_value(x);
 			d->shape[d->ndim++] = (uint64_t)json_integer_value(x);
 		}
 		if (elems * esize > RDPS_MAX_DIM * 4ull)
-			return failf(err, errlen, -EINVAL, "%s: data '%s': rows of %llu bytes",
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: data '%s': rows of %llu bytes",
 				     where, d->name, (unsigned long long)(elems * esize));
 		d->row_elems = (uint32_t)elems;
 		d->row_bytes = (uint32_t)(elems * esize);
@@ -150,7 +147,7 @@ static int parse_data(json_t *list, bool edge, uint32_t type, struct gs_type *t,
 			d->table_dtype = RDPS_DTYPE_U8;
 		d->table_elems = d->table_dtype == RDPS_DTYPE_U8 ? d->row_bytes : d->row_elems;
 		if (rdps_dtype_row_words(d->table_dtype, d->table_elems) > RDPS_MAX_DIM)
-			return failf(err, errlen, -EINVAL, "%s: data '%s' does not fit a table row",
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: data '%s' does not fit a table row",
 				     where, d->name);
 		(void)type;
 	}
@@ -168,7 +165,7 @@ static int type_map(json_t *m, const char *key, struct gs_type *t, uint32_t k,
 	if (!t->lo || !t->cnt || !t->cum)
 		return -ENOMEM;
 	if (!json_is_array(m) || json_array_size(m) != k)
-		return failf(err, errlen, -EINVAL, "%s: type '%s': \"%s\" is not [lo, hi] per part",
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: type '%s': \"%s\" is not [lo, hi] per part",
 			     where, t->name, key);
 	for (uint32_t p = 0; p < k; p++) {
 		json_t *r = json_array_get(m, p);
@@ -177,7 +174,7 @@ static int type_map(json_t *m, const char *key, struct gs_type *t, uint32_t k,
 
 		if (!json_is_integer(a) || !json_is_integer(b) || lo < 0 || hi < lo ||
 		    (uint64_t)lo < part_ranges[p] || (uint64_t)hi > part_ranges[p + 1])
-			return failf(err, errlen, -EINVAL, "%s: type '%s': \"%s\"[%u] is not a "
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: type '%s': \"%s\"[%u] is not a "
 				     "range inside part %u's [%llu, %llu)", where, t->name, key, p,
 				     p, (unsigned long long)part_ranges[p],
 				     (unsigned long long)part_ranges[p + 1]);
@@ -186,7 +183,7 @@ static int type_map(json_t *m, const char *key, struct gs_type *t, uint32_t k,
 		t->cum[p + 1] = t->cum[p] + t->cnt[p];
 	}
 	if (t->cum[k] != t->num)
-		return failf(err, errlen, -EINVAL, "%s: type '%s': \"%s\" holds %llu, not its "
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: type '%s': \"%s\" holds %llu, not its "
 			     "%llu", where, t->name, key, (unsigned long long)t->cum[k],
 			     (unsigned long long)t->num);
 	return 0;
@@ -201,7 +198,7 @@ static int tiles(const struct gs_type *types, uint32_t n, uint32_t k, const uint
 
 		for (uint32_t t = 0; t < n; t++) {
 			if (types[t].lo[p] != at)
-				return failf(err, errlen, -EINVAL, "%s: %s type '%s' of part %u "
+				return rdps_gs_fail(err, errlen, -EINVAL, "%s: %s type '%s' of part %u "
 					     "starts at %llu, not %llu (the types must tile the "
 					     "part in order)", where, what, types[t].name, p,
 					     (unsigned long long)types[t].lo[p],
@@ -209,7 +206,7 @@ static int tiles(const struct gs_type *types, uint32_t n, uint32_t k, const uint
 			at += types[t].cnt[p];
 		}
 		if (at != ranges[p + 1])
-			return failf(err, errlen, -EINVAL, "%s: the %s types of part %u end at "
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: the %s types of part %u end at "
 				     "%llu, not %llu", where, what, p, (unsigned long long)at,
 				     (unsigned long long)ranges[p + 1]);
 	}
@@ -245,7 +242,7 @@ static int parse_types(struct gschema *s, const char *where, char *err, size_t e
 
 	if (!json_is_array(nts) || !json_is_array(ets) || !json_array_size(nts) ||
 	    !json_array_size(ets) || json_array_size(nts) > 65535 || json_array_size(ets) > 65535)
-		return failf(err, errlen, -EINVAL, "%s: \"ntypes\" and \"etypes\" must be arrays "
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: \"ntypes\" and \"etypes\" must be arrays "
 			     "of 1..65535 types", where);
 	s->T = (uint32_t)json_array_size(nts);
 	s->R = (uint32_t)json_array_size(ets);
@@ -272,7 +269,7 @@ static int parse_types(struct gschema *s, const char *where, char *err, size_t e
 				t->dst = n;
 		}
 		if (!t->name || t->src == UINT32_MAX || t->dst == UINT32_MAX)
-			return failf(err, errlen, -EINVAL, "%s: etypes[%zu] wants a name, and src "
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: etypes[%zu] wants a name, and src "
 				     "and dst among the node types", where, i);
 		if (asprintf(&t->canonical, "%s:%s:%s", src, t->name, dst) < 0) {
 			t->canonical = NULL;
@@ -291,7 +288,7 @@ static int parse_types(struct gschema *s, const char *where, char *err, size_t e
 
 		t->name = json_string_value(json_object_get(v, "name"));
 		if (!t->name)
-			return failf(err, errlen, -EINVAL, "%s: ntypes[%zu] has no name", where, i);
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: ntypes[%zu] has no name", where, i);
 		if ((ret = get_u64(v, "num_nodes", &t->num, where, err, errlen)) ||
 		    (ret = type_map(json_object_get(v, "node_map"), "node_map", t, s->k,
 				    s->node_ranges, where, err, errlen)) ||
@@ -300,7 +297,7 @@ static int parse_types(struct gschema *s, const char *where, char *err, size_t e
 			return ret;
 		if (u32_list(json_object_get(v, "in_etypes"), s->R, &t->in, &t->nin) ||
 		    u32_list(json_object_get(v, "out_etypes"), s->R, &t->out, &t->nout))
-			return failf(err, errlen, -EINVAL, "%s: node type '%s': \"in_etypes\" and "
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: node type '%s': \"in_etypes\" and "
 				     "\"out_etypes\" must list etype ids", where, t->name);
 		/* the etypes into / out of it, in order: nothing else reads right */
 		for (uint32_t e = 0; e < s->R; e++) {
@@ -316,7 +313,7 @@ static int parse_types(struct gschema *s, const char *where, char *err, size_t e
 			}
 		}
 		if (nin != t->nin || nout != t->nout)
-			return failf(err, errlen, -EINVAL, "%s: node type '%s': \"in_etypes\" or "
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: node type '%s': \"in_etypes\" or "
 				     "\"out_etypes\" is not the etypes into / out of it in order",
 				     where, t->name);
 		t->in_base = calloc(s->k, sizeof(uint64_t));
@@ -337,7 +334,7 @@ static int parse_types(struct gschema *s, const char *where, char *err, size_t e
 			out += s->nt[t].cnt[p] * s->nt[t].nout;
 		}
 		if (in != s->in_slot_ranges[p + 1] || out != s->out_slot_ranges[p + 1])
-			return failf(err, errlen, -EINVAL, "%s: part %u's slot ranges disagree with "
+			return rdps_gs_fail(err, errlen, -EINVAL, "%s: part %u's slot ranges disagree with "
 				     "its nodes and their types' etypes", where, p);
 	}
 	return 0;
@@ -353,7 +350,7 @@ int rdps_gschema_parse(json_t *root, const char *where, struct gschema *s, char 
 	memset(s, 0, sizeof(*s));
 	s->root = json_incref(root);
 	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "rdps-graph-partition"))
-		return failf(err, errlen, -EINVAL, "%s: not a graph partition (format \"%s\"; "
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: not a graph partition (format \"%s\"; "
 			     "make one with rdps partition --data GRAPHDIR or "
 			     "rdps.distributed.partition_graph)", where,
 			     json_is_string(fmt) ? json_string_value(fmt) : "?");
@@ -366,7 +363,7 @@ int rdps_gschema_parse(json_t *root, const char *where, struct gschema *s, char 
 	    (ret = get_u64(root, "num_edges", &s->E, where, err, errlen)))
 		return ret;
 	if (!k || k > 65536)
-		return failf(err, errlen, -EINVAL, "%s: k = %llu parts (want 1..65536)", where,
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: k = %llu parts (want 1..65536)", where,
 			     (unsigned long long)k);
 	s->k = (uint32_t)k;
 	if (!get_u64(root, "num_classes", &cls, where, err, errlen) && cls <= UINT32_MAX)
@@ -384,7 +381,7 @@ int rdps_gschema_parse(json_t *root, const char *where, struct gschema *s, char 
 	if ((ret = parse_types(s, where, err, errlen)))
 		return ret;
 	if (!s->typed && s->R != 1)
-		return failf(err, errlen, -EINVAL, "%s: untyped edges in a graph of %u etypes",
+		return rdps_gs_fail(err, errlen, -EINVAL, "%s: untyped edges in a graph of %u etypes",
 			     where, s->R);
 	return 0;
 }

@@ -52,6 +52,10 @@ struct gschema {
 	uint32_t *in_pos, *out_pos; /* R: an etype's position among its types' */
 };
 
+/* Writes a message into err and returns ret (the graph module's). */
+int rdps_gs_fail(char *err, size_t errlen, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Parses root (taking a reference), where naming it in messages. 0 or
  * -EINVAL (-EPROTONOSUPPORT for another format_version, with the command
  * that rewrites a version 1 partition) with the field in err. */

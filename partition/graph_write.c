@@ -181,11 +181,12 @@ static json_t *data_list(const struct gb *g, bool edge, uint32_t type)
 
 	for (uint32_t i = 0; a && i < g->ndata; i++) {
 		const struct gb_data *d = &g->data[i];
-		json_t *shape = json_array();
+		json_t *shape;
 		char file[32];
 
 		if (d->edge != edge || d->type != type)
 			continue;
+		shape = json_array();
 		for (uint32_t k = 1; k < d->a->ndim; k++)
 			json_array_append_new(shape, json_integer((json_int_t)d->a->shape[k]));
 		snprintf(file, sizeof(file), "%s-%u-%u", edge ? "ed" : "nd", d->type, d->index);

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,6 +217,19 @@ static int check_cmd(const char *cmd, struct rdps_dataset_stats *st)
 	return 0;
 }
 
+/* The graph datasets take --wordnet-dir, --feat-dim, --seed, --force only. */
+static bool graph_opts_only(const char *cmd, const struct cli *c)
+{
+	if (c->have_entities || c->have_relations || c->have_triples || c->have_communities ||
+	    c->have_noise || c->format || c->input || c->order || c->cut || c->files[0] ||
+	    c->valid_str || c->test_str || c->like || c->have_scale || c->have_threads) {
+		fprintf(stderr, "rdps dataset %s: only --wordnet-dir, --feat-dim, --seed, --force apply\n",
+			cmd);
+		return false;
+	}
+	return true;
+}
+
 static int wordnet_hetero_cmd(const char *out, const struct cli *c)
 {
 	struct rdps_wordnet_hetero_opts o;
@@ -223,12 +237,8 @@ static int wordnet_hetero_cmd(const char *out, const struct cli *c)
 	char err[ERRLEN] = "";
 	int ret;
 
-	if (c->have_entities || c->have_relations || c->have_triples || c->have_communities ||
-	    c->have_noise || c->format || c->input || c->order || c->cut || c->files[0] ||
-	    c->valid_str || c->test_str || c->like || c->have_scale || c->have_threads) {
-		fprintf(stderr, "rdps dataset wordnet-hetero: only --wordnet-dir, --feat-dim, --seed, --force apply\n");
+	if (!graph_opts_only("wordnet-hetero", c))
 		return 2;
-	}
 	rdps_dataset_wordnet_hetero_defaults(&o);
 	if (c->wordnet_dir)
 		o.wordnet_dir = c->wordnet_dir;
@@ -256,12 +266,8 @@ static int wordnet_nodes_cmd(const char *out, const struct cli *c)
 	char err[ERRLEN] = "";
 	int ret;
 
-	if (c->have_entities || c->have_relations || c->have_triples || c->have_communities ||
-	    c->have_noise || c->format || c->input || c->order || c->cut || c->files[0] ||
-	    c->valid_str || c->test_str || c->like || c->have_scale || c->have_threads) {
-		fprintf(stderr, "rdps dataset wordnet-nodes: only --wordnet-dir, --feat-dim, --seed, --force apply\n");
+	if (!graph_opts_only("wordnet-nodes", c))
 		return 2;
-	}
 	rdps_dataset_wordnet_nodes_defaults(&o);
 	if (c->wordnet_dir)
 		o.wordnet_dir = c->wordnet_dir;

@@ -104,18 +104,9 @@ TestSuite(graph_checksums, .init = setup, .fini = teardown, .timeout = 120);
 
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
+	char *buf = rdps_test_slurp_len(path, len);
 
-	cr_assert(f, "open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
+	cr_assert(buf, "read %s", path);
 	return buf;
 }
 

@@ -6,6 +6,7 @@ featureless type, typed relations both ways), served over inproc
 the input graph has it through DGL's return_mapping, the structure through
 the type maps, DGL's <graph_name>.json, typed sampling against the input
 (both ways identical; per-etype fanouts; in and out; replace; prob; exclude),
+over ofi too (tcp;ofi_rxm on loopback: the one-sided reads are RMA reads),
 and DGL's own partitions converted with one command (the same node ids and
 parts, the same data). Needs DGL (the venv of deploy/install-venv.sh);
 RDPS_REQUIRE_DGL=1 makes its absence a failure, not a skip."""
@@ -81,17 +82,21 @@ def parted(tmp_path_factory):
     return dgl, g, out, nids, eids
 
 
-@pytest.fixture(scope="module", params=["inproc", "tcp"])
+@pytest.fixture(scope="module", params=["inproc", "tcp", "ofi"])
 def served(request, parted, tmp_path_factory):
     dgl, g, out, nids, eids = parted
     servers = None
     if request.param == "inproc":
         dist.initialize()
     else:
-        servers = TcpServers(tmp_path_factory.mktemp("htcp"), 2, extra=("--graph", out))
-        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
+        # ofi: libfabric's tcp;ofi_rxm on loopback (RMA reads), as the C suites
+        os.environ.setdefault("FI_PROVIDER", "tcp;ofi_rxm")
+        servers = TcpServers(tmp_path_factory.mktemp("h" + request.param), 2,
+                             extra=("--transport", request.param, "--graph", out))
+        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport=request.param)
     try:
         dg = dist.DistGraph("hg", part_config=os.path.join(out, "hg.json"))
+        assert dist.get_transport() == request.param
         from rdps.distributed import _context
         h = GraphHandle(_context._context(), dg._g)
         yield h, g, nids, eids
@@ -281,11 +286,11 @@ def test_dgl_partition_converts_with_one_command(parted, tmp_path):
     dgl_nids, dgl_eids = dgl.distributed.partition_graph(
         g, "hg", 2, dgl_out, return_mapping=True)
     rdps_out = str(tmp_path / "conv")
-    r = subprocess.run([sys.executable, "-m", "rdps.distributed.partition", "--from-dgl",
+    r = subprocess.run([sys.executable, "-m", "rdps.from_dgl", "--from-dgl",
                         os.path.join(dgl_out, "hg.json"), "--out", rdps_out],
                        env=env_for_children(), capture_output=True, text=True, cwd=SRC)
     assert r.returncode == 0, r.stderr
-    assert "converted" in r.stdout
+    assert "converted" in r.stdout and "Warning" not in r.stderr, r.stderr
     with open(os.path.join(dgl_out, "hg.json")) as f:
         dconf = json.load(f)
     with open(os.path.join(rdps_out, "hg.json")) as f:
@@ -321,3 +326,23 @@ def test_out_path_is_not_clobbered(parted, tmp_path):
     with pytest.raises(RdpsError, match="not empty"):
         partition_graph(g, "hg", 2, str(tmp_path))
     assert (tmp_path / "precious.txt").read_text() == "mine"
+
+
+def test_trainer_ids_as_dgl(parted, tmp_path):
+    """num_trainers_per_machine=2: METIS into 4 trainer parts, node data
+    trainer_id (edges: their destination's), part = trainer_id // 2."""
+    dgl, g, out, nids, eids = parted
+    g2 = make_graph(dgl)
+    tout = str(tmp_path / "tr")
+    partition_graph(g2, "hg", 2, tout, num_trainers_per_machine=2)
+    with open(os.path.join(tout, "partition.json")) as f:
+        meta = json.load(f)
+    for t in meta["ntypes"]:
+        assert "trainer_id" in [d["name"] for d in t["data"]], t["name"]
+        i = [d["name"] for d in t["data"]].index("trainer_id")
+        for p in range(2):
+            tid = np.load(os.path.join(tout, "part-%d-%s.npy" % (p, t["data"][i]["file"])))
+            assert len(tid) == t["node_map"][p][1] - t["node_map"][p][0]
+            assert set((tid // 2).tolist()) <= {p}, (t["name"], p)
+    for e in meta["etypes"]:
+        assert "trainer_id" in [d["name"] for d in e["data"]]

@@ -22,7 +22,7 @@ A partition DGL made converts with one command, keeping DGL's node ids and
 parts (edge ids are renumbered inside each part and etype; the edges'
 DGL ids are their "original" ids):
 
-    python3 -m rdps.distributed.partition --from-dgl OUT/graph.json --out PARTS
+    python3 -m rdps.from_dgl --from-dgl OUT/graph.json --out PARTS
 
 `rdps partition --data GRAPHDIR` stays the CLI for datasets on disk.
 """
@@ -344,7 +344,7 @@ def convert_dgl_partition(part_config, out_path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        prog="python3 -m rdps.distributed.partition",
+        prog="python3 -m rdps.from_dgl",
         description="Converts a partition DGL made (dgl.distributed.partition_graph's "
                     "output: its JSON and part directories) into an rdps graph partition "
                     "with the same parts and node ids, which rdps server --graph and "
@@ -356,7 +356,7 @@ def main(argv=None):
     try:
         convert_dgl_partition(a.from_dgl, a.out)
     except (RdpsError, OSError, ValueError, KeyError) as e:
-        print("rdps partition --from-dgl: %s" % e, file=sys.stderr)
+        print("rdps.from_dgl: %s" % e, file=sys.stderr)
         return 1
     with open(os.path.join(a.out, "partition.json")) as f:
         meta = json.load(f)
