@@ -79,7 +79,7 @@ EOF
 	rm -rf "$work/rparts"
 fi
 if [ ! -f "$work/rparts/partition.json" ]; then
-	"$py" -m rdps.distributed.partition --from-dgl "$work/dglparts/wn.json" --out "$work/rparts"
+	"$py" -m rdps.from_dgl --from-dgl "$work/dglparts/wn.json" --out "$work/rparts"
 fi
 sed 1d examples/dgl/train_dist_sage.py >"$work/train_dgl.py"   # the one line removed
 

@@ -42,6 +42,13 @@ static void usage(FILE *f)
 "with 'rdps train --check-only' (options, data, partition, save path; no server\n"
 "is contacted): a bad argument stops it with the check's error.\n"
 "\n"
+"DGL's launch.py line runs as is (tools/launch_dgl.c): --workspace W --num_trainers T\n"
+"--num_samplers S --num_servers 1 --part_config P --ip_config I [--extra_envs K=V...]\n"
+"[--num_omp_threads N] \"python3 train_dist.py ...\" becomes --exec with T trainers\n"
+"per machine, server m serving part m of P's directory (in W when relative), and\n"
+"the command run in W by /bin/sh with RDPS_NUM_SAMPLERS=S (background sampler\n"
+"threads), OMP_NUM_THREADS=N and the extra variables; it prints the line it runs.\n"
+"\n"
 "With --exec, what follows '--' is a command each trainer runs instead of rdps\n"
 "train (a Python script on the rdps package: rdps.distributed.initialize() reads\n"
 "the job from the environment), found in PATH, with\n"
@@ -270,6 +277,8 @@ int rdps_cmd_launch(int argc, char **argv)
 	bool bad = false, exec = false;
 	const char *transport = NULL;
 
+	if (rdps_launch_dgl_wants(argc, argv))
+		return rdps_launch_dgl(argc, argv); /* translates, then comes back here */
 	optind = 1;
 	opterr = 0; /* bad_option says it better */
 	/* No permutation ('+') and no short option but -h: the element a call

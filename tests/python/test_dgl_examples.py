@@ -153,3 +153,47 @@ def test_rgcn_on_wordnet_hetero(wordnet_hetero, tmp_path):
     assert launched["test_acc"] > 0.3, launched
     accs = re.findall(r"rank \d: Test accuracy ([0-9.]+)", logs)
     assert len(accs) == 2 and accs[0] == accs[1], accs  # DDP: one model
+
+
+def test_launch_py_line(wordnet, tmp_path):
+    """DGL's launch.py line, given to rdps launch as is: --workspace,
+    --num_trainers, --num_samplers, --num_servers, --part_config (relative:
+    in the workspace), --ip_config (DGL's 'IP PORT' lines), --extra_envs,
+    --num_omp_threads and the training command as one string."""
+    dgl = need_dgl()
+    _, parts, _ = wordnet
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(parts, ws / "parts")
+    base = free_base_port(2)
+    ipc = tmp_path / "ip_config.txt"
+    ipc.write_text("127.0.0.1 %d\n127.0.0.1 %d\n" % (base, base + 1))  # DGL's format
+    line = ["--workspace", str(ws), "--num_trainers", "1", "--num_samplers", "1",
+            "--num_servers", "1", "--part_config", "parts/partition.json",
+            "--ip_config", str(ipc), "--extra_envs", "RDPS_TEST_EXTRA=yes", "OTHER=1",
+            "--num_omp_threads", "1"]
+    probe = ("%s -c 'import os; print(\"SEEN\", os.getcwd(), os.environ[\"RDPS_TEST_EXTRA\"], "
+             "os.environ[\"OTHER\"], os.environ[\"RDPS_NUM_SAMPLERS\"], "
+             "os.environ[\"OMP_NUM_THREADS\"])'" % PYTHON)
+    r = subprocess.run([RDPS, "launch"] + line + ["--log_dir", str(tmp_path / "l1"), probe],
+                       env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "launch.py's line, as rdps runs it" in r.stderr
+    for t in (0, 1):
+        out = (tmp_path / "l1" / ("trainer%d.log" % t)).read_text()
+        assert "SEEN %s yes 1 1 1" % ws in out, out
+    # the GraphSAGE example, its command line as a DGL user gives it
+    cmd = "%s %s --graph_name wn --ip_config %s --part_config parts/partition.json %s " \
+          "--max_steps 8 --json %s" % (PYTHON, SAGE, ipc, " ".join(FAST),
+                                       tmp_path / "dist.json")
+    r = subprocess.run([RDPS, "launch"] + line + ["--log_dir", str(tmp_path / "l2"), "--quiet",
+                                                  "--transport", "tcp", cmd],
+                       env=clean_env(), capture_output=True, text=True, timeout=600)
+    logs = "".join((tmp_path / "l2" / f).read_text() for f in sorted(os.listdir(tmp_path / "l2")))
+    assert r.returncode == 0, r.stderr + logs
+    s = last_json(tmp_path / "dist.json")
+    assert s["trainers"] == 2 and s["dgl"] == dgl.__version__ and s["steps"] == 8
+    accs = re.findall(r"rank \d: Test accuracy ([0-9.]+)", logs)
+    assert len(accs) == 2 and accs[0] == accs[1], accs
+    got = re.findall(r"rank (\d): part (\d) of 2", logs)
+    assert sorted(got) == [("0", "0"), ("1", "1")], got
