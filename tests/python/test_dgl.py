@@ -318,3 +318,27 @@ def test_one_line_makes_dgl_distributed_rdps(tmp_path):
         [PYTHON, "-c", "import rdps.distributed.dgl_compat, dgl; "
          "print(dgl.distributed.partition_graph.__module__)"], env=env_for_children(),
         capture_output=True, text=True, timeout=120).stdout
+
+
+def test_both_sample_ways_give_the_same_blocks(graph):
+    """DGL's sampler on rdps's two ways: the seeds' servers pick (rpc) or this
+    client reads the CSR one-sidedly and picks (read): for the same torch
+    seed, the same blocks (the C picks follow one random stream)."""
+    g, ds = graph
+    seeds = torch.arange(7000, 7400)
+    sampler = dgl.dataloading.NeighborSampler([{"_E": 4}, 3], replace=False)
+    got = {}
+    for way in ("rpc", "read"):
+        g._sample_way = way
+        try:
+            torch.manual_seed(21)
+            _, _, blocks = sampler.sample_blocks(g, seeds)
+        finally:
+            g._sample_way = "rpc"
+        got[way] = [b.edata[dgl.EID] for b in blocks]
+        for b in blocks:
+            real_edges(g, b, ds)
+    assert all(torch.equal(a, b) for a, b in zip(got["rpc"], got["read"]))
+    torch.manual_seed(22)
+    _, _, other = sampler.sample_blocks(g, seeds)
+    assert not torch.equal(other[1].edata[dgl.EID], got["rpc"][1]), "the seed matters"
