@@ -6,6 +6,7 @@ servers inside this process). tcp: two 'rdps server --transport tcp'
 processes started without tables (the CLI change of issue 18), this
 process their only trainer; finalize() (trainer 0) shuts them down.
 """
+import contextlib
 import os
 import random
 import socket
@@ -148,6 +149,35 @@ class TcpServers:
                 p.wait()
         for log in self.logs:
             log.close()
+
+
+@contextlib.contextmanager
+def graph_job(transport, parts, tmp_path_factory, name, part_config=None):
+    """This process as the one trainer of a job serving the graph partition
+    parts: over inproc (standalone: the parts served in-process) or tcp (2
+    rdps server --graph processes, shut down by finalize). Yields the
+    DistGraph (part_config: what it is given, default parts)."""
+    import rdps.distributed as dist
+
+    servers = None
+    if transport == "inproc":
+        dist.initialize()
+    else:
+        servers = TcpServers(tmp_path_factory.mktemp("gtcp"), 2, extra=("--graph", parts))
+        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
+    try:
+        g = dist.DistGraph(name, part_config=part_config or parts)
+        assert dist.get_transport() == transport
+        yield g
+    finally:
+        try:
+            if dist.is_initialized():
+                dist.finalize()
+            if servers:
+                assert servers.wait() == [0, 0]
+        finally:
+            if servers:
+                servers.kill()
 
 
 @pytest.fixture(scope="module", params=["inproc", "tcp"])

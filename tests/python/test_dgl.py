@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PYTHON, TcpServers, env_for_children, need_dgl
+from conftest import PYTHON, env_for_children, graph_job, need_dgl
 
 import rdps.distributed as dist
 from rdps import RdpsError
@@ -26,24 +26,9 @@ dgl = need_dgl()
 @pytest.fixture(scope="module", params=["inproc", "tcp"])
 def graph(request, wordnet, tmp_path_factory):
     _, parts, ds = wordnet
-    servers = None
-    if request.param == "inproc":
-        dist.initialize()
-    else:
-        servers = TcpServers(tmp_path_factory.mktemp("dgltcp"), 2, extra=("--graph", parts))
-        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
-    try:
-        g = dist.DistGraph("wordnet", part_config=os.path.join(parts, "partition.json"))
+    with graph_job(request.param, parts, tmp_path_factory, "wordnet",
+                   os.path.join(parts, "partition.json")) as g:
         yield g, ds
-    finally:
-        try:
-            if dist.is_initialized():
-                dist.finalize()
-            if servers:
-                assert servers.wait() == [0, 0]
-        finally:
-            if servers:
-                servers.kill()
 
 
 def real_edges(g, b, ds):

@@ -14,7 +14,7 @@ import os
 import pytest
 import torch
 
-from conftest import TcpServers, need_dgl
+from conftest import graph_job, need_dgl
 
 import rdps.distributed as dist
 from rdps import RdpsError
@@ -59,24 +59,9 @@ def parted(tmp_path_factory):
 @pytest.fixture(scope="module", params=["inproc", "tcp"])
 def graph(request, parted, tmp_path_factory):
     g0, out, nmap, emap = parted
-    servers = None
-    if request.param == "inproc":
-        dist.initialize()
-    else:
-        servers = TcpServers(tmp_path_factory.mktemp("htcp"), 2, extra=("--graph", out))
-        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
-    try:
-        g = dist.DistGraph("mag", part_config=os.path.join(out, "mag.json"))
+    with graph_job(request.param, out, tmp_path_factory, "mag",
+                   os.path.join(out, "mag.json")) as g:
         yield g, g0, nmap, emap
-    finally:
-        try:
-            if dist.is_initialized():
-                dist.finalize()
-            if servers:
-                assert servers.wait() == [0, 0]
-        finally:
-            if servers:
-                servers.kill()
 
 
 def inverse(m):
