@@ -160,12 +160,13 @@ def graph_job(transport, parts, tmp_path_factory, name, part_config=None):
     import rdps.distributed as dist
 
     servers = None
-    if transport == "inproc":
-        dist.initialize()
-    else:
+    if transport != "inproc":
         servers = TcpServers(tmp_path_factory.mktemp("gtcp"), 2, extra=("--graph", parts))
-        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
-    try:
+    try:  # servers started are stopped whatever fails, initialize() too
+        if servers:
+            dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
+        else:
+            dist.initialize()
         g = dist.DistGraph(name, part_config=part_config or parts)
         assert dist.get_transport() == transport
         yield g
