@@ -507,3 +507,108 @@ int rdps_client_set(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 	}
 	return 0;
 }
+
+/* ---------------------------------------------------------------------- */
+/* Optimizer state (saving and loading a sparse optimizer)                 */
+
+int rdps_client_state_floats(const struct rdps_client *c, uint32_t table, uint32_t *per_row)
+{
+	const struct rdps_table_desc *d;
+
+	if (table >= c->num_tables || !c->tables[table].dim)
+		return -ENOENT;
+	d = &c->tables[table];
+	switch ((int)d->optimizer) {
+	case RDPS_OPT_ADAGRAD_ROW:
+		*per_row = 1; /* tables clients make are one part */
+		return 0;
+	case RDPS_OPT_ADAGRAD:
+		*per_row = d->dim;
+		return 0;
+	case RDPS_OPT_ADAM:
+		*per_row = 2 * d->dim + 1;
+		return 0;
+	default:
+		*per_row = 0;
+		return 0;
+	}
+}
+
+/* Reads (in: NULL) or writes the state of ids into out / from in, server
+ * by server over the two-sided call path, in requests within the frame
+ * limit. */
+static int state_move(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+		      float *out, const float *in)
+{
+	uint32_t spr;
+	size_t chunk, row;
+	int grouped, ret;
+
+	if ((ret = rdps_client_state_floats(c, table, &spr)))
+		return rdps_cl_fail(c, ret, "unknown table%s", "");
+	if (!spr)
+		return rdps_cl_fail(c, -EINVAL, "table '%s' has no optimizer state (its optimizer "
+				    "keeps none)", c->tables[table].name);
+	if (!n)
+		return 0;
+	if (n > UINT32_MAX)
+		return -EINVAL;
+	if (in && c->unflushed && (ret = rdps_client_flush(c)))
+		return ret;
+	ret = route(c, table, ids, n, &grouped);
+	if (ret)
+		return ret;
+	row = (size_t)spr * 4;
+	chunk = CLIENT_MAX_REQ_BYTES / (8 + row); /* well within every frame limit */
+	if (chunk > CLIENT_MAX_REQ_ROWS)
+		chunk = CLIENT_MAX_REQ_ROWS;
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		for (size_t pos = c->start[s]; pos < c->start[s + 1];) {
+			size_t m = c->start[s + 1] - pos, got;
+			struct rdps_state_req *r;
+			uint64_t *rid;
+			float *data;
+
+			if (m > chunk)
+				m = chunk;
+			/* request (header, ids, rows to write) then the reply's room */
+			if ((ret = reserve_xbuf(c, sizeof(*r) + m * 8 + m * row)))
+				return ret;
+			r = c->xbuf;
+			*r = (struct rdps_state_req){ .table = table, .n = (uint32_t)m,
+						      .op = in ? RDPS_STATE_WRITE : RDPS_STATE_READ,
+						      .floats_per_row = spr };
+			rid = (uint64_t *)(r + 1);
+			data = (float *)(rid + m);
+			for (size_t i = 0; i < m; i++) {
+				size_t at = grouped ? c->perm[pos + i] : pos + i;
+
+				rid[i] = grouped ? c->ids_sorted[pos + i] : ids[at];
+				if (in)
+					memcpy(data + i * spr, in + at * spr, row);
+			}
+			ret = rdps_client_call_idempotent(c, s, RDPS_REQ_STATE, r,
+							  sizeof(*r) + m * 8 + (in ? m * row : 0),
+							  in ? NULL : data, in ? 0 : m * row, &got);
+			if (ret)
+				return ret;
+			for (size_t i = 0; !in && i < m; i++)
+				memcpy(out + (grouped ? c->perm[pos + i] : pos + i) * spr,
+				       data + i * spr, row);
+			pos += m;
+		}
+	}
+	return 0;
+}
+
+int rdps_client_state_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+			  float *out)
+{
+	return state_move(c, table, ids, n, out, NULL);
+}
+
+int rdps_client_state_set(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+			  const float *in)
+{
+	return state_move(c, table, ids, n, NULL, in);
+}

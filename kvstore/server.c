@@ -112,6 +112,46 @@ static int check_finite(struct rdps_server *s, struct rdps_request *req,
 	return -EDOM;
 }
 
+/* RDPS_REQ_STATE: the optimizer state of rows, read or written (saving or
+ * loading a sparse optimizer). Not for read-only tables (they have none). */
+static int handle_state(struct rdps_server *s, struct rdps_request *req)
+{
+	struct rdps_state_req r;
+	struct rdps_shard_info info;
+	struct rdps_shard *sh;
+	uint32_t spr;
+	int ret = 0;
+
+	memcpy(&r, req->payload, sizeof(r)); /* length checked by the transport */
+	req->table = r.table;
+	req->n = r.n;
+	req->ids = (const uint64_t *)((const char *)req->payload + sizeof(r));
+	if (!(sh = check_rows(s, req, &ret)))
+		return ret;
+	rdps_shard_info(sh, &info);
+	spr = rdps_shard_state_per_row(sh);
+	if (!spr || spr != r.floats_per_row) {
+		snprintf(req->errmsg, req->errlen, "table '%s' keeps %u float(s) of optimizer state "
+			 "a row (optimizer %s); this asks for %u", info.name, spr,
+			 rdps_optimizer_name(info.optimizer), r.floats_per_row);
+		ret = -EINVAL;
+	} else if (r.op == RDPS_STATE_WRITE) {
+		if (s->read_only[r.table]) {
+			ret = -EPERM;
+		} else {
+			rdps_shard_state_write(sh, req->ids, r.n,
+					       (const float *)(req->ids + r.n));
+		}
+	} else if (req->reply_cap < (size_t)r.n * spr * 4) {
+		ret = -EINVAL;
+	} else {
+		rdps_shard_state_read(sh, req->ids, r.n, req->reply);
+		req->reply_len = (size_t)r.n * spr * 4;
+	}
+	shard_put(s, r.table);
+	return ret;
+}
+
 /* RDPS_REQ_SAMPLE: picks among the edges of slots this server holds
  * (graph_sample.c checks the tables are a graph's). */
 static int handle_sample(struct rdps_server *s, struct rdps_request *req)
@@ -280,6 +320,9 @@ static int handle(void *ctx, struct rdps_request *req)
 	case RDPS_REQ_SAMPLE:
 		/* Read-only tables: no lock. */
 		ret = handle_sample(s, req);
+		break;
+	case RDPS_REQ_STATE:
+		ret = handle_state(s, req);
 		break;
 	case RDPS_REQ_TABLE:
 		pthread_mutex_lock(&s->lock);

@@ -56,8 +56,25 @@ enum rdps_req_type {
 	RDPS_REQ_SET = 12,     /* rows written (not gradients): ids, then n * dim words */
 	RDPS_REQ_SAMPLE = 13,  /* neighbours of seed nodes sampled by the server that
 				* holds them (struct rdps_sample_req) */
-	RDPS_REQ_MAX = 14,
+	RDPS_REQ_STATE = 14,   /* optimizer state of rows, read or written
+				* (struct rdps_state_req): saving a sparse optimizer */
+	RDPS_REQ_MAX = 15,
 };
+
+/* An optimizer-state request (RDPS_REQ_STATE's payload, also its wire
+ * form): the header, n u64 ids (all in the server's range of the table),
+ * then for a write n * floats_per_row floats. The reply to a read is n *
+ * floats_per_row floats. floats_per_row must be what the table's optimizer
+ * keeps (rdps_shard_state_per_row): the server refuses another. Sent over
+ * every backend's two-sided call path (state is not in the regions). */
+struct rdps_state_req {
+	uint32_t table;
+	uint32_t n;
+	uint32_t op;             /* RDPS_STATE_READ or RDPS_STATE_WRITE */
+	uint32_t floats_per_row;
+};
+_Static_assert(sizeof(struct rdps_state_req) == 16, "wire layout");
+enum { RDPS_STATE_READ = 0, RDPS_STATE_WRITE = 1 };
 
 /* Doubles in one allreduce vector. */
 #define RDPS_ALLREDUCE_MAX 64

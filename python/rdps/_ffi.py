@@ -118,6 +118,11 @@ int rdps_client_table_create(struct rdps_client *c, const struct rdps_table_spec
 int rdps_client_table_drop(struct rdps_client *c, const char *name);
 int rdps_client_table_set_optimizer(struct rdps_client *c, uint32_t table,
                                     const struct rdps_optimizer_spec *o);
+int rdps_client_state_floats(const struct rdps_client *c, uint32_t table, uint32_t *per_row);
+int rdps_client_state_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+                          float *out);
+int rdps_client_state_set(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+                          const float *in);
 int rdps_client_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
                     void *out);
 int rdps_client_set(struct rdps_client *c, uint32_t table, const uint64_t *ids,
