@@ -62,6 +62,8 @@ enum rdps_req_type {
 /* Doubles in one allreduce vector. */
 #define RDPS_ALLREDUCE_MAX 64
 
+/* The name of a request type ("pull", "push", ...; "unknown" for any other
+ * number), for logs. */
 const char *rdps_req_name(int type);
 
 enum rdps_read_consistency {
