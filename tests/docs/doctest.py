@@ -162,8 +162,9 @@ def parse_md(path, rel):
         if pending is None:
             for s in re.findall(r"(?<!`)`([^`]+)`(?!`)", ln):
                 spans.append((i + 1, s))
-        for t in re.findall(r"\]\(([^)\s]+)\)", ln):
-            links.append((i + 1, t))
+        if pending is None:
+            for t in re.findall(r"\]\(([^)\s]+)\)", ln):
+                links.append((i + 1, t))
         i += 1
     return items, spans, links, anchors
 
@@ -283,7 +284,8 @@ def shell_lines(text):
 def static_checks(src, help, rel, items, spans, links, annotations=True):
     problems = []
     for b in items:
-        if b.pending or b.lang not in SH_LANGS:
+        # A block that shows an error (exit: N) may misspell on purpose.
+        if b.pending or b.lang not in SH_LANGS or int(b.opt("exit", 0)):
             continue
         for toks in shell_lines(b.text):
             problems += ["%s: %s" % (b.where, p) for p in flag_problems(help, toks)]
@@ -456,18 +458,22 @@ class Runner:
         cwd = self.src if b.opt("cwd") == "source" else self.work
         timeout = int(b.opt("timeout", DEFAULT_TIMEOUT))
         t0 = time.monotonic()
-        p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+        # Output to a file, not a pipe: processes a block leaves running
+        # (servers started with &) keep writing to it without holding the
+        # block up.
+        log = script + ".out"
+        with open(log, "wb") as out:
+            p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            out, _ = p.communicate(timeout=timeout)
-            rc = p.returncode
+            rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill_group(p.pid)
-            out, _ = p.communicate()
-            b.output = out.decode(errors="replace")
+            p.wait()
+            b.output = open(log, "rb").read().decode(errors="replace")
             raise Failure("%s: timed out after %d s (timeout: %d); it printed:\n%s" %
                           (b.where, timeout, timeout, tail(b.output, 40)))
-        b.output = out.decode(errors="replace")
+        b.output = open(log, "rb").read().decode(errors="replace")
         if b.opt("keep"):
             self.groups.append(p.pid)
         else:
@@ -511,6 +517,24 @@ class Runner:
             self.kill_group(g)
 
 
+def duplicates(src, files):
+    """Sentences of 10 words or more (prose, outside code and comments)
+    that two of the files share: the guides link each other and the files
+    they lean on instead of repeating them."""
+    seen = {}
+    for f in files:
+        t = open(os.path.join(src, f), encoding="utf-8").read()
+        t = re.sub(r"<!--.*?-->", "", t, flags=re.S)
+        t = re.sub(r"(?ms)^\s*(`{3,}|~{3,}).*?^\s*\1\s*$", "", t)
+        t = re.sub(r"\s+", " ", t)
+        for sent in re.split(r"(?<=[.;:])\s+", t):
+            words = sent.split()
+            if len(words) >= 10:
+                seen.setdefault(" ".join(words), set()).add(f)
+    return ["text in %s: \"%s\"" % (" and ".join(sorted(fs)), s[:160])
+            for s, fs in seen.items() if len(fs) > 1]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source", required=True)
@@ -520,6 +544,8 @@ def main():
     ap.add_argument("--flags-and-links", action="store_true",
                     help="only commands, flags and links (files the guides link, whose "
                          "blocks are not theirs to run: deploy/README.md, perf/report.md)")
+    ap.add_argument("--duplicates", action="store_true",
+                    help="also fail on a sentence two of the files share")
     ap.add_argument("--only", type=int, help="run the blocks up to this line only")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
@@ -545,6 +571,14 @@ def main():
         if a.static_only or a.flags_and_links:
             continue
         failures += run_file(a, src, build, rel, items)
+    if a.duplicates:
+        rels = [os.path.relpath(os.path.abspath(f), src) for f in a.files]
+        dups = duplicates(src, rels)
+        for d in dups:
+            print("docs: FAIL: %s" % d)
+        failures += len(dups)
+        print("docs: no sentence shared by two of %d files" % len(rels) if not dups else
+              "docs: %d sentence(s) shared" % len(dups))
     if failures:
         print("docs: %d failure(s)" % failures)
         return 1

@@ -116,7 +116,7 @@ check_files() {
 		include/rdps/rdps.h include/rdps/client.h include/rdps/common.h \
 		lib/pkgconfig/rdps.pc lib/cmake/rdps/rdpsConfig.cmake \
 		lib/cmake/rdps/rdpsConfigVersion.cmake lib/cmake/rdps/rdpsTargets.cmake \
-		bin/rdps share/doc/rdps/README.md share/man/man1/rdps.1; do
+		bin/rdps share/doc/rdps/README.md share/doc/rdps/docs/kge.md share/man/man1/rdps.1; do
 		[ -e "$P/$f" ] || fail "not installed: $f"
 	done
 	for f in "$src"/include/rdps/*.h; do
