@@ -83,9 +83,26 @@ function is_return_sentence(s) {
 	       s ~ /[:;] -E[A-Z]+/ ||
 	       s ~ /^(NULL|True|False) (if|when|for|on)/
 }
+# The paragraph being read (para: its text joined, para_roff: its lines as
+# roff) ends: its first sentence and those about return values are noted,
+# its lines appended to buf, which is returned.
+function end_para(buf,    ns, k) {
+	if (para == "")
+		return buf
+	ns = sentences(para)
+	if (first_sentence == "")
+		first_sentence = sent[1]
+	for (k = 1; k <= ns; k++)
+		if (is_return_sentence(sent[k]))
+			rv[++nrv] = sent[k]
+	buf = buf (buf == "" ? "" : ".PP\n") para_roff
+	para = ""
+	para_roff = ""
+	return buf
+}
 # Paragraphs of comment lines 1..n as roff: DESCRIPTION's body; the
 # sentences about return values are collected into rv[1..nrv].
-function describe(n,    i, para, buf, lit, k, ns) {
+function describe(n,    i, buf, lit) {
 	buf = ""
 	nrv = 0
 	first_sentence = ""
@@ -108,31 +125,13 @@ function describe(n,    i, para, buf, lit, k, ns) {
 			lit = 0
 		}
 		if (i > n || ctext[i] == "") {
-			if (para != "") {
-				ns = sentences(para)
-				if (first_sentence == "")
-					first_sentence = sent[1]
-				for (k = 1; k <= ns; k++)
-					if (is_return_sentence(sent[k]))
-						rv[++nrv] = sent[k]
-				buf = buf (buf == "" ? "" : ".PP\n") para_roff
-				para = ""
-				para_roff = ""
-			}
+			buf = end_para(buf)
 			continue
 		}
 		if (ctext[i] ~ /^  / && para != "") {
 			# code right after text, without a blank line
 			i--
-			ns = sentences(para)
-			if (first_sentence == "")
-				first_sentence = sent[1]
-			for (k = 1; k <= ns; k++)
-				if (is_return_sentence(sent[k]))
-					rv[++nrv] = sent[k]
-			buf = buf (buf == "" ? "" : ".PP\n") para_roff
-			para = ""
-			para_roff = ""
+			buf = end_para(buf)
 			continue
 		}
 		t = ctext[i]
