@@ -394,37 +394,38 @@ static int check_finite(struct rdps_server *s, struct rdps_request *req,
 	return -EDOM;
 }
 
-/* RDPS_REQ_SAMPLE: picks among the in-edges of seeds this server holds. */
+/* RDPS_REQ_SAMPLE: picks among the edges of slots this server holds
+ * (graph_sample.c checks the tables are a graph's). */
 static int handle_sample(struct rdps_server *s, struct rdps_request *req)
 {
-	struct rdps_sample_req r;
-	struct rdps_shard_info ii, ei;
-	struct rdps_shard *ip, *ep;
-	int ret;
+	uint32_t ids[2 + RDPS_SAMPLE_MAX_GROUPS], n, got = 0;
+	struct rdps_shard_info info[2 + RDPS_SAMPLE_MAX_GROUPS];
+	int ret = 0;
 
-	memcpy(&r, req->payload, sizeof(r));
-	ip = shard_get(s, r.indptr_table);
-	ep = ip ? shard_get(s, r.edges_table) : NULL;
-	if (!ip || !ep) {
-		if (ip)
-			shard_put(s, r.indptr_table);
-		snprintf(req->errmsg, req->errlen, "sample over unknown tables %u and %u on "
-			 "server %u", r.indptr_table, r.edges_table, s->server_id);
-		return -ENOENT;
+	n = rdps_sample_req_tables(req->payload, ids, 2 + RDPS_SAMPLE_MAX_GROUPS);
+	for (; got < n; got++) {
+		struct rdps_shard *sh = shard_get(s, ids[got]);
+
+		if (!sh) {
+			snprintf(req->errmsg, req->errlen, "sample over unknown table %u on server "
+				 "%u", ids[got], s->server_id);
+			ret = -ENOENT;
+			break;
+		}
+		rdps_shard_info(sh, &info[got]);
+		if (!s->read_only[ids[got]]) {
+			snprintf(req->errmsg, req->errlen, "sample over table '%s', which is not a "
+				 "graph's (read-only)", info[got].name);
+			ret = -EINVAL;
+			got++;
+			break;
+		}
 	}
-	rdps_shard_info(ip, &ii);
-	rdps_shard_info(ep, &ei);
-	if (!s->read_only[r.indptr_table] || !s->read_only[r.edges_table] ||
-	    strcmp(ii.name, RDPS_GRAPH_INDPTR) || strcmp(ei.name, RDPS_GRAPH_EDGES)) {
-		snprintf(req->errmsg, req->errlen, "tables '%s' and '%s' are not a graph's "
-			 "'%s' and '%s'", ii.name, ei.name, RDPS_GRAPH_INDPTR, RDPS_GRAPH_EDGES);
-		ret = -EINVAL;
-	} else {
-		ret = rdps_sample_serve(&ii, &ei, req->payload, req->payload_len, req->reply,
+	if (!ret)
+		ret = rdps_sample_serve(info, n, req->payload, req->payload_len, req->reply,
 					req->reply_cap, &req->reply_len, req->errmsg, req->errlen);
-	}
-	shard_put(s, r.edges_table);
-	shard_put(s, r.indptr_table);
+	while (got)
+		shard_put(s, ids[--got]);
 	if (!ret) {
 		RDPS_STAT_ADD(s->stats.bytes_in, req->payload_len);
 		RDPS_STAT_ADD(s->stats.bytes_out, req->reply_len);

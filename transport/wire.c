@@ -72,6 +72,8 @@ uint32_t rdps_wire_request_max(uint8_t type, bool observer)
 int rdps_wire_check_sample(const void *payload, size_t len, char *why, size_t whylen)
 {
 	struct rdps_sample_req r;
+	struct rdps_sample_group gr;
+	uint64_t want, slots = 0;
 
 	if (len < sizeof(r)) {
 		snprintf(why, whylen, "sample request of %zu bytes is shorter than its "
@@ -79,16 +81,43 @@ int rdps_wire_check_sample(const void *payload, size_t len, char *why, size_t wh
 		return -EPROTO;
 	}
 	memcpy(&r, payload, sizeof(r));
-	if (len != sizeof(r) + (uint64_t)r.n * 8) {
-		snprintf(why, whylen, "sample request for %u seeds should be %llu bytes, got %zu",
-			 r.n, (unsigned long long)(sizeof(r) + (uint64_t)r.n * 8), len);
+	want = sizeof(r) + (uint64_t)r.num_groups * sizeof(gr) + (uint64_t)r.n * 8 +
+	       (uint64_t)r.num_exclude * 8;
+	if (len != want) {
+		snprintf(why, whylen, "sample request for %u slots in %u groups excluding %u "
+			 "edges should be %llu bytes, got %zu", r.n, r.num_groups,
+			 r.num_exclude, (unsigned long long)want, len);
 		return -EPROTO;
 	}
 	if (!r.n || !r.fanout || r.fanout > RDPS_SAMPLE_MAX_FANOUT ||
-	    (uint64_t)r.n * r.fanout > RDPS_SAMPLE_MAX_EDGES) {
-		snprintf(why, whylen, "sample request for %u seeds with fanout %u (want 1..%u "
-			 "seeds, fanout 1..%u, seeds x fanout <= %u)", r.n, r.fanout,
-			 RDPS_SAMPLE_MAX_EDGES, RDPS_SAMPLE_MAX_FANOUT, RDPS_SAMPLE_MAX_EDGES);
+	    (uint64_t)r.n * r.fanout > RDPS_SAMPLE_MAX_EDGES || !r.num_groups ||
+	    r.num_groups > RDPS_SAMPLE_MAX_GROUPS || r.reserved ||
+	    (r.flags & ~(RDPS_SAMPLE_F_OUT | RDPS_SAMPLE_F_REPLACE))) {
+		snprintf(why, whylen, "sample request for %u slots in %u groups with fanout %u, "
+			 "flags 0x%x (want 1..%u slots, 1..%u groups, fanout 1..%u, slots x "
+			 "fanout <= %u, known flags)", r.n, r.num_groups, r.fanout, r.flags,
+			 RDPS_SAMPLE_MAX_EDGES, RDPS_SAMPLE_MAX_GROUPS, RDPS_SAMPLE_MAX_FANOUT,
+			 RDPS_SAMPLE_MAX_EDGES);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < r.num_groups; i++) {
+		memcpy(&gr, (const char *)payload + sizeof(r) + (size_t)i * sizeof(gr),
+		       sizeof(gr));
+		if (!gr.fanout || gr.fanout > r.fanout || !gr.count ||
+		    (gr.prob_table != RDPS_SAMPLE_NO_PROB &&
+		     ((r.flags & RDPS_SAMPLE_F_OUT) ||
+		      (gr.prob_dtype != RDPS_DTYPE_F32 && gr.prob_dtype != RDPS_DTYPE_F64)))) {
+			snprintf(why, whylen, "sample group %u: fanout %u of %u slots, prob table "
+				 "%u of dtype %u (want fanout 1..%u, slots, and weights of "
+				 "float32/float64 for in-edges only)", i, gr.fanout, gr.count,
+				 gr.prob_table, gr.prob_dtype, r.fanout);
+			return -EINVAL;
+		}
+		slots += gr.count;
+	}
+	if (slots != r.n) {
+		snprintf(why, whylen, "sample groups hold %llu slots, the header says %u",
+			 (unsigned long long)slots, r.n);
 		return -EINVAL;
 	}
 	return 0;

@@ -25,7 +25,7 @@ import rdps.distributed as dist
 
 KNOWN_GAP_MODULES = {
     "rdps.distributed.graph", "rdps.distributed.sampling", "rdps.distributed.dataloader",
-    "rdps.distributed.partition_book", "rdps.distributed.partition",
+    "rdps.distributed.partition_book",
 }
 # Dunder methods a user calls through syntax (t[ids], len(t), emb(ids), ...).
 USED_DUNDERS = {"__getitem__", "__setitem__", "__call__", "__len__", "__iter__"}

@@ -28,6 +28,7 @@ from .graph import (Block, DistGraph, DistNodeDataLoader, GraphPartitionBook, Ne
                     sample_neighbors, to_block)
 from .collective import all_reduce, average_gradients
 from .optim import SparseAdagrad, SparseAdam
+from .partition import partition_graph
 from .split import edge_split, node_split
 from .tensor import DistTensor, uniform_init
 
@@ -36,4 +37,4 @@ __all__ = ["initialize", "finalize", "exit_client", "is_initialized", "is_standa
            "allreduce", "DistTensor", "DistEmbedding", "uniform_init", "node_split",
            "edge_split", "optim", "SparseAdagrad", "SparseAdam", "all_reduce", "average_gradients", "DistGraph",
            "GraphPartitionBook", "sample_neighbors", "NeighborSampler", "Block", "to_block",
-           "DistNodeDataLoader"]
+           "DistNodeDataLoader", "partition_graph"]
