@@ -20,21 +20,26 @@ rdps.distributed.NAME documents each; docs/dgl.md is the guide.
     dist.finalize()            # also at exit
 """
 from . import optim
-from ._context import (allreduce, barrier, exit_client, finalize, get_num_servers,
-                       get_num_trainers, get_rank, get_transport, initialize, is_initialized,
-                       is_standalone)
-from .embedding import DistEmbedding
-from .graph import (Block, DistGraph, DistNodeDataLoader, GraphPartitionBook, NeighborSampler,
-                    sample_neighbors, to_block)
+from ._context import (allreduce, barrier, exit_client, finalize, get_machine, get_num_samplers,
+                       get_num_servers, get_num_trainers, get_rank, get_transport, initialize,
+                       is_initialized, is_standalone)
 from .collective import all_reduce, average_gradients
+from .dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
+from .embedding import DistEmbedding
+from .graph import DistGraph
 from .optim import SparseAdagrad, SparseAdam
 from .partition import partition_graph
+from .partition_book import (EdgePartitionPolicy, GraphPartitionBook, NodePartitionPolicy,
+                             PartitionPolicy)
+from .sampling import Block, NeighborSampler, sample_neighbors, to_block
 from .split import edge_split, node_split
 from .tensor import DistTensor, uniform_init
 
 __all__ = ["initialize", "finalize", "exit_client", "is_initialized", "is_standalone",
-           "get_rank", "get_num_trainers", "get_num_servers", "get_transport", "barrier",
-           "allreduce", "DistTensor", "DistEmbedding", "uniform_init", "node_split",
-           "edge_split", "optim", "SparseAdagrad", "SparseAdam", "all_reduce", "average_gradients", "DistGraph",
-           "GraphPartitionBook", "sample_neighbors", "NeighborSampler", "Block", "to_block",
-           "DistNodeDataLoader", "partition_graph"]
+           "get_rank", "get_num_trainers", "get_num_servers", "get_transport", "get_machine",
+           "get_num_samplers", "barrier", "allreduce", "DistTensor", "DistEmbedding",
+           "uniform_init", "node_split", "edge_split", "optim", "SparseAdagrad", "SparseAdam",
+           "all_reduce", "average_gradients", "DistGraph", "GraphPartitionBook",
+           "PartitionPolicy", "NodePartitionPolicy", "EdgePartitionPolicy", "sample_neighbors",
+           "NeighborSampler", "Block", "to_block", "DistDataLoader", "DistNodeDataLoader",
+           "DistEdgeDataLoader", "partition_graph"]

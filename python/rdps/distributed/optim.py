@@ -6,7 +6,8 @@ import errno
 import torch
 
 from .._errors import RdpsError
-from .._ffi import OPT_ADAGRAD, OPT_ADAM, ffi, lib
+from .._ffi import OPT_ADAGRAD, OPT_ADAM, ffi
+from ._context import lib
 from . import _context
 from .embedding import DistEmbedding
 

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from .._errors import RdpsError
-from .._ffi import DTYPE_F32, DTYPE_F64, DTYPE_I64, DTYPE_U8, TABLE_NAME_MAX, ffi, lib, string
+from .._ffi import DTYPE_F32, DTYPE_F64, DTYPE_I64, DTYPE_U8, TABLE_NAME_MAX, ffi, string
+from ._context import lib
 from . import _context
 
 # torch dtype -> (rdps dtype, torch dtype the rows are stored as)
