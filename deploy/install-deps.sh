@@ -18,7 +18,7 @@ spin
 wordnet-base
 qemu-system-x86 busybox-static linux-image-amd64
 openmpi-bin
-gnuplot-nox libzmq3-dev
+gnuplot-nox libzmq3-dev graphviz
 groff-base man-db
 clang libclang-rt-14-dev
 python3-numpy python3-torch python3-cffi python3-pytest libopenblas0-pthread

@@ -94,6 +94,9 @@ int rdps_client_table(struct rdps_client *c, const char *name, struct rdps_table
 /* Table by index (0 .. rdps_client_num_tables()-1). */
 int rdps_client_table_info(const struct rdps_client *c, uint32_t id,
 			   struct rdps_table_info *info);
+
+/* Tables this client knows (the servers' and those made so far), and the
+ * job's servers. */
 uint32_t rdps_client_num_tables(const struct rdps_client *c);
 uint32_t rdps_client_num_servers(const struct rdps_client *c);
 

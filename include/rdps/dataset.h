@@ -155,6 +155,10 @@ struct rdps_wordnet_opts {
  * 5000 test, seed 0, no force. */
 void rdps_dataset_wordnet_defaults(struct rdps_wordnet_opts *o);
 
+/* Writes the WordNet graph the comment above struct rdps_wordnet_opts
+ * describes into out_dir (the raw layout,
+ * through a temporary directory renamed into place). Fills st with its
+ * counts. Returns 0, or -errno with a reason in err naming the file. */
 int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 			 struct rdps_dataset_stats *st, char *err, size_t errlen);
 
@@ -196,6 +200,9 @@ struct rdps_synth_opts {
  * 1000 valid, 1000 test, noise 0.02, seed 0, no force. */
 void rdps_dataset_synth_defaults(struct rdps_synth_opts *o);
 
+/* Writes the synthetic graph the comment above struct rdps_synth_opts
+ * describes into out_dir (the raw layout). Fills st with its counts. Returns 0, or -errno with a reason in
+ * err (-EINVAL naming the option out of range). */
 int rdps_dataset_synth(const char *out_dir, const struct rdps_synth_opts *o,
 		       struct rdps_dataset_stats *st, char *err, size_t errlen);
 
@@ -316,6 +323,9 @@ struct rdps_import_opts {
 	int force;                           /* replace an existing out_dir */
 };
 
+/* Imports the DGL-KE layout the comment above enum rdps_import_format
+ * describes into out_dir (the raw layout). Fills st with its counts. Returns 0, or -errno with a reason in
+ * err naming the file and line. */
 int rdps_dataset_import(const char *out_dir, const struct rdps_import_opts *o,
 			struct rdps_dataset_stats *st, char *err, size_t errlen);
 

@@ -191,6 +191,7 @@ struct rdps_graph; /* opaque */
 int rdps_graph_open(struct rdps_client *c, struct rdps_graph **out);
 void rdps_graph_close(struct rdps_graph *g);
 
+/* The graph's nodes and edges (all parts), and its parts. */
 uint64_t rdps_graph_num_nodes(const struct rdps_graph *g);
 uint64_t rdps_graph_num_edges(const struct rdps_graph *g);
 uint32_t rdps_graph_num_parts(const struct rdps_graph *g);

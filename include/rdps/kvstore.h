@@ -195,6 +195,7 @@ struct rdps_shard_info {
 	int optimizer;
 	float lr, eps, beta1, beta2; /* the optimizer's settings (defaults filled in) */
 };
+/* Fills info with the shard's region and shape. */
 void rdps_shard_info(const struct rdps_shard *s, struct rdps_shard_info *info);
 
 /* Copies rows of global ids[0..n) (each in [lo, hi)) densely into out

@@ -194,6 +194,8 @@ enum rdps_coarsen {
 };
 #define RDPS_COARSEN_AUTO_ENTRIES (1ull << 22) /* ~2M distinct edges */
 
+/* "auto", "on", "off" for a coarsening mode; parse sets *c from one of
+ * them and returns 0, or -EINVAL. */
 const char *rdps_coarsen_name(enum rdps_coarsen c);
 int rdps_coarsen_parse(const char *name, enum rdps_coarsen *c);
 
@@ -340,6 +342,9 @@ struct rdps_graph_partition_result {
 	long peak_rss_kib;
 };
 
+/* Partitions a graph as the comment above struct rdps_graph_partition_opts
+ * describes: build from o->data_dir, build_input from arrays in memory.
+ * Fills res. Returns 0, or -errno with a reason in err naming the file. */
 int rdps_graph_partition_build(const struct rdps_graph_partition_opts *o,
 			       struct rdps_graph_partition_result *res, char *err,
 			       size_t errlen);
@@ -389,6 +394,7 @@ int rdps_partition_open(const char *dir, struct rdps_partition **out,
 /* Frees the handle; accepts NULL. */
 void rdps_partition_close(struct rdps_partition *p);
 
+/* What partition.json says (owned by p). */
 const struct rdps_partition_info *rdps_partition_get_info(const struct rdps_partition *p);
 
 /* The directory given to rdps_partition_open (owned by p). */

@@ -79,6 +79,8 @@ enum { RDPS_STATE_READ = 0, RDPS_STATE_WRITE = 1 };
 /* Doubles in one allreduce vector. */
 #define RDPS_ALLREDUCE_MAX 64
 
+/* The name of a request type ("pull", "push", ...; "unknown" for any other
+ * number), for logs. */
 const char *rdps_req_name(int type);
 
 enum rdps_read_consistency {

@@ -1,6 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""DGL's distributed tensors and embeddings over rdps (dgl.distributed's
-names and semantics):
+"""DGL's distributed API over rdps (dgl.distributed's names and semantics):
+the job (initialize, finalize, get_rank, barrier, allreduce), tensors and
+embeddings on the servers (DistTensor, DistEmbedding, uniform_init), the
+sparse optimizers that the servers apply (SparseAdagrad, SparseAdam),
+all_reduce and average_gradients for dense weights, node_split and
+edge_split, and graphs on the servers with neighbour sampling (DistGraph,
+sample_neighbors, NeighborSampler, DistNodeDataLoader, Block). pydoc3
+rdps.distributed.NAME documents each; docs/dgl.md is the guide.
 
     import rdps.distributed as dist
     dist.initialize()          # $RDPS_IP_CONFIG (rdps launch --exec), else standalone

@@ -452,6 +452,7 @@ def _serve_graph(ctx, part_dir, num_parts):
 
 
 def is_initialized():
+    """True between initialize() and finalize()."""
     return _ctx is not None
 
 
@@ -466,10 +467,12 @@ def get_rank():
 
 
 def get_num_trainers():
+    """The trainers of the job (1 standalone)."""
     return _context().num_trainers
 
 
 def get_num_servers():
+    """The servers of the job (standalone: those running in this process)."""
     return int(lib.rdps_client_num_servers(_context().client))
 
 

@@ -58,10 +58,12 @@ class SparseOptimizer:
 
     @property
     def lr(self):
+        """The learning rate the servers apply."""
         return self._lr
 
     @property
     def params(self):
+        """The DistEmbeddings it updates."""
         return list(self._params)
 
     def _state(self, emb, ids, values=None):
@@ -157,6 +159,11 @@ class SparseOptimizer:
                 rows.grad = None
 
     def step(self):
+        """Pushes the gradients of the rows recorded since the last step
+        (summed per id) to their servers, which apply the optimizer to
+        those rows; with flush=True, returns once they are applied. Raises
+        rdps.RdpsError if a server refuses the push (e.g. a NaN or an
+        infinity in a gradient, naming the table and row)."""
         ctx = _context._context()
         pushed = False
         with torch.no_grad():
@@ -183,7 +190,10 @@ class SparseOptimizer:
 
 class SparseAdagrad(SparseOptimizer):
     """Element-wise Adagrad (DGL's SparseAdagrad; torch.optim.Adagrad's
-    update): s += g*g; w -= lr * g / (sqrt(s) + eps), on the rows pushed."""
+    update): s += g*g; w -= lr * g / (sqrt(s) + eps), on the rows pushed.
+
+    SparseAdagrad(params, lr, eps=1e-10, flush=True): params a DistEmbedding
+    or a list of them; flush as SparseOptimizer says."""
 
     _kind = OPT_ADAGRAD
 
@@ -197,7 +207,9 @@ class SparseAdam(SparseOptimizer):
     """Adam with a step count per row (DGL's SparseAdam; torch.optim.Adam's
     update for a row, counting the steps that row was pushed):
     m = b1 m + (1-b1) g; v = b2 v + (1-b2) g*g;
-    w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)."""
+    w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps).
+
+    SparseAdam(params, lr, betas=(0.9, 0.999), eps=1e-8, flush=True)."""
 
     _kind = OPT_ADAM
 
