@@ -248,9 +248,6 @@ struct rdps_optimizer_spec {
 int rdps_client_table_set_optimizer(struct rdps_client *c, uint32_t table,
 				    const struct rdps_optimizer_spec *o);
 
-/* Reads rows ids[0..n) of a table of any dtype into out: n rows of
- * elems elements each, packed (n * elems * element size bytes). As
- * rdps_client_pull otherwise (which float32 tables may use as well). */
 /* The optimizer state of rows (what saving and loading a sparse optimizer
  * needs): per_row floats a row (0 without state; Adagrad: dim, row-wise
  * Adagrad: 1, Adam: 2 dim + 1, its m, v and step count), read into out or
@@ -263,6 +260,9 @@ int rdps_client_state_get(struct rdps_client *c, uint32_t table, const uint64_t 
 int rdps_client_state_set(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
 			  const float *in);
 
+/* Reads rows ids[0..n) of a table of any dtype into out: n rows of
+ * elems elements each, packed (n * elems * element size bytes). As
+ * rdps_client_pull otherwise (which float32 tables may use as well). */
 int rdps_client_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
 		    void *out);
 
