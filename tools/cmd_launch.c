@@ -56,6 +56,14 @@ static void usage(FILE *f)
 "(trainer 0, after a last barrier), as rdps train does.\n"
 "e.g.: rdps launch --ip_config ip.txt --num_client_proc 2 --exec -- python3 train.py --epochs 3\n"
 "\n"
+"Every job has a shared secret: its servers accept only clients that prove they\n"
+"hold it (rdps server --help). It is --secret-file F of the train arguments (the\n"
+"servers get it too), else RDPS_SECRET of this environment, else 32 random bytes\n"
+"made for this job. It reaches every process in its environment (RDPS_SECRET;\n"
+"mpirun -x, srun's exported environment, the ssh backend's control stream),\n"
+"never on a command line. To reach a job's servers from outside (rdps stats,\n"
+"rdps shutdown), set RDPS_SECRET before rdps launch.\n"
+"\n"
 "backends:\n"
 "  local    fork every process here (default). One process failing, or Ctrl-C,\n"
 "           stops all of them (SIGTERM, then SIGKILL after --grace); the exit\n"
@@ -400,7 +408,9 @@ int rdps_cmd_launch(int argc, char **argv)
 					  .train_args = L.train_args, .num_train_args = L.num_train_args,
 					  .server_args = L.server_args.v, .num_server_args = L.server_args.n,
 					  .layout = &L.layout, .exec = exec, .transport = transport };
-	if (L.print_layout) {
+	if (!L.print_layout && rdps_launch_job_secret(&L)) {
+		rc = 1;
+	} else if (L.print_layout) {
 		print_layout(&L);
 		rc = 0;
 	} else if (L.role_from_env) {

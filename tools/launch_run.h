@@ -51,6 +51,7 @@ struct rdps_launch {
 	uint16_t base_port;
 	struct rdps_launch_strv trainer_hosts, server_args, mpi_args, mpi_hosts, srun_args, hosts;
 	struct rdps_launch_strv owned; /* strings allocated here, freed at the end */
+	const char *secret_source;     /* where the job's secret comes from (launch_secret.c) */
 	char **train_args;             /* after '--' */
 	int num_train_args;
 	struct rdps_ipconfig ipc;
@@ -83,6 +84,18 @@ int rdps_launch_exec_or_print(struct rdps_launch *L, struct rdps_launch_strv *cm
  * (the check could not run).
  */
 int rdps_launch_check_train(struct rdps_launch *L);
+
+/*
+ * The job's shared secret, before anything starts: the train arguments'
+ * --secret-file (the servers get it too), else RDPS_SECRET from this
+ * environment, else 32 random bytes generated here (hex) and put in this
+ * process's RDPS_SECRET, which every process of the job inherits or is
+ * handed (mpirun -x, srun's exported environment, the ssh backend's control
+ * stream): never on a command line. With --role-from-env nothing is
+ * generated (the ranks would disagree): a rank without a secret says so.
+ * Returns 0 or -errno (said why).
+ */
+int rdps_launch_job_secret(struct rdps_launch *L);
 
 /* The launchers. Each returns rdps launch's exit code. */
 

@@ -94,6 +94,17 @@ int rdps_launch_slurm_write_ipconfig(struct rdps_launch *L)
 	return 0;
 }
 
+/* srun --export LIST with RDPS_SECRET in it (NONE: only it, and Slurm's
+ * own variables; ALL, or no secret: unchanged). NULL on ENOMEM. */
+static char *export_with_secret(struct rdps_launch *L, char *list, const char *flag)
+{
+	if (!getenv("RDPS_SECRET") || !strncmp(list, "ALL", 3) || strstr(list, "RDPS_SECRET"))
+		return rdps_launch_owned_printf(&L->owned, "%s%s", flag, list);
+	if (!strcmp(list, "NONE") || !*list)
+		return rdps_launch_owned_printf(&L->owned, "%sRDPS_SECRET", flag);
+	return rdps_launch_owned_printf(&L->owned, "%s%s,RDPS_SECRET", flag, list);
+}
+
 int rdps_launch_run_slurm(struct rdps_launch *L)
 {
 	const struct rdps_launch_layout *l = &L->layout;
@@ -115,8 +126,23 @@ int rdps_launch_run_slurm(struct rdps_launch *L)
 	ret |= rdps_launch_strv_push(&cmd, a[2]);
 	ret |= rdps_launch_strv_push(&cmd, "--distribution=block");
 	ret |= rdps_launch_strv_push(&cmd, "--kill-on-bad-exit=1");
-	for (int i = 0; i < L->srun_args.n; i++)
-		ret |= rdps_launch_strv_push(&cmd, L->srun_args.v[i]);
+	for (int i = 0; i < L->srun_args.n; i++) {
+		char *arg = L->srun_args.v[i], *e;
+
+		/* srun exports this environment (RDPS_SECRET with it) unless
+		 * told otherwise: then the secret is added to the list by name
+		 * (its value stays off the command line). */
+		if (!strcmp(arg, "--export") && i + 1 < L->srun_args.n) {
+			ret |= rdps_launch_strv_push(&cmd, arg);
+			e = export_with_secret(L, L->srun_args.v[++i], "");
+			ret |= e ? rdps_launch_strv_push(&cmd, e) : -ENOMEM;
+		} else if (!strncmp(arg, "--export=", 9)) {
+			e = export_with_secret(L, arg + 9, "--export=");
+			ret |= e ? rdps_launch_strv_push(&cmd, e) : -ENOMEM;
+		} else {
+			ret |= rdps_launch_strv_push(&cmd, arg);
+		}
+	}
 	for (int i = 0; i < role.n; i++)
 		ret |= rdps_launch_strv_push(&cmd, role.v[i]);
 	ret = ret ? 1 : rdps_launch_exec_or_print(L, &cmd, "srun");

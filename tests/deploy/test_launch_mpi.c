@@ -203,8 +203,10 @@ Test(launch_mpi, three_namespaces_match_the_local_launch)
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the mpirun job failed (status 0x%x):\n%s", st, text);
 	}
 	/* It really went through mpirun, and each server ran in its namespace. */
-	cr_expect(strstr(text, "rdps launch: mpirun --allow-run-as-root --oversubscribe -np 1 -H localhost:1 "),
-		  "%s", text);
+	cr_expect(strstr(text, "rdps launch: mpirun --allow-run-as-root --oversubscribe -x RDPS_SECRET -np 1 "
+			      "-H localhost:1 "), "%s", text);
+	/* The job's secret went by name (-x), its value on no command line. */
+	cr_expect(!strstr(text, "RDPS_SECRET="), "%s", text);
 	snprintf(buf, sizeof(buf), "listening on 10.231.%d.2:30050", subnet);
 	cr_expect(strstr(text, buf), "%s", text);
 	cr_expect(strstr(text, "Open MPI rank 3 (local rank 3) is trainer 1 on machine 2"), "%s", text);
