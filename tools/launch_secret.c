@@ -35,15 +35,18 @@ int rdps_launch_job_secret(struct rdps_launch *L)
 	}
 	if (env && *env) {
 		L->secret_source = "RDPS_SECRET";
-		rdps_info("launch: the job's secret is RDPS_SECRET of this environment");
+		if (L->ssh_remote) /* it came in the control stream */
+			rdps_dbg("launch: the job's secret came in the control stream");
+		else
+			rdps_info("launch: the job's secret is RDPS_SECRET of this environment");
 		return 0;
 	}
-	if (L->role_from_env) {
+	if (L->role_from_env || L->ssh_remote) {
 		/* A rank cannot make one: its peers would make others. */
-		fprintf(stderr, "rdps launch --role-from-env: no RDPS_SECRET in this process's "
-			"environment and no --secret-file: its servers run without authentication "
-			"(rdps launch hands one to every rank; a Kubernetes Job takes it from a Secret, "
-			"deploy/k8s/rdps-job.yaml)\n");
+		fprintf(stderr, "rdps launch %s: no RDPS_SECRET in this process's environment and no "
+			"--secret-file: its servers run without authentication (rdps launch hands one "
+			"to every rank; a Kubernetes Job takes it from a Secret, "
+			"deploy/k8s/rdps-job.yaml)\n", L->ssh_remote ? "--ssh-remote" : "--role-from-env");
 		return 0;
 	}
 	ret = rdps_random_bytes(raw, sizeof(raw));

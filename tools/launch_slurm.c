@@ -94,15 +94,30 @@ int rdps_launch_slurm_write_ipconfig(struct rdps_launch *L)
 	return 0;
 }
 
-/* srun --export LIST with RDPS_SECRET in it (NONE: only it, and Slurm's
- * own variables; ALL, or no secret: unchanged). NULL on ENOMEM. */
+/* srun --export LIST with RDPS_SECRET and the --env names added (NONE:
+ * only they, and Slurm's own variables; ALL: unchanged). NULL on ENOMEM. */
 static char *export_with_secret(struct rdps_launch *L, char *list, const char *flag)
 {
-	if (!getenv("RDPS_SECRET") || !strncmp(list, "ALL", 3) || strstr(list, "RDPS_SECRET"))
+	char *names = NULL, *out;
+	size_t len = 0;
+	FILE *f;
+
+	if (!strncmp(list, "ALL", 3))
 		return rdps_launch_owned_printf(&L->owned, "%s%s", flag, list);
-	if (!strcmp(list, "NONE") || !*list)
-		return rdps_launch_owned_printf(&L->owned, "%sRDPS_SECRET", flag);
-	return rdps_launch_owned_printf(&L->owned, "%s%s,RDPS_SECRET", flag, list);
+	f = open_memstream(&names, &len);
+	if (!f)
+		return NULL;
+	if (strcmp(list, "NONE") && *list)
+		fputs(list, f);
+	if (getenv("RDPS_SECRET") && !strstr(list, "RDPS_SECRET"))
+		fprintf(f, "%sRDPS_SECRET", ftell(f) ? "," : "");
+	for (int i = 0; i < L->env_names.n; i++)
+		fprintf(f, "%s%s", ftell(f) ? "," : "", L->env_names.v[i]);
+	if (fclose(f))
+		return NULL;
+	out = rdps_launch_owned_printf(&L->owned, "%s%s", flag, len ? names : list);
+	free(names);
+	return out;
 }
 
 int rdps_launch_run_slurm(struct rdps_launch *L)

@@ -198,7 +198,7 @@ static int start_proc(struct proc *p, const sigset_t *oldmask, pid_t self)
 		dup2(fds[1], STDERR_FILENO);
 		signal(SIGPIPE, SIG_DFL);
 		sigprocmask(SIG_SETMASK, oldmask, NULL);
-		execv(p->argv[0], p->argv);
+		execvp(p->argv[0], p->argv); /* "ssh": found in PATH */
 		fprintf(stderr, "rdps launch: cannot run %s: %s\n", p->argv[0], strerror(errno));
 		_exit(127);
 	}
@@ -553,13 +553,17 @@ int rdps_launch_supervise(const struct rdps_launch_proc *procs, int n,
 			sigabbrev_np(interrupted) ? sigabbrev_np(interrupted) : "?", n);
 		rc = 128 + interrupted;
 	} else {
-		uint32_t ns = 0, nt = 0;
+		uint32_t ns = 0, nt = 0, nm = 0;
 
 		for (int i = 0; i < n; i++) {
 			ns += ps[i].role.kind == RDPS_ROLE_SERVER;
 			nt += ps[i].role.kind == RDPS_ROLE_TRAINER;
+			nm += ps[i].role.kind == RDPS_ROLE_MACHINE;
 		}
-		fprintf(stderr, "rdps launch: %u server(s) and %u trainer(s) finished\n", ns, nt);
+		if (nm)
+			fprintf(stderr, "rdps launch: %u machine(s) finished\n", nm);
+		else
+			fprintf(stderr, "rdps launch: %u server(s) and %u trainer(s) finished\n", ns, nt);
 	}
 	close_fds(ps, n);
 	close(sfd);
