@@ -286,6 +286,11 @@ static void launch_free(struct rdps_launch *L)
 
 int rdps_cmd_launch(int argc, char **argv)
 {
+	return rdps_launch_main(argc, argv, NULL, NULL);
+}
+
+int rdps_launch_main(int argc, char **argv, rdps_launch_line_fn on_line, void *line_ctx)
+{
 	enum { O_BACKEND = 256, O_ROLE, O_LAYOUT, O_DRY, O_NOCHECK, O_QUIET, O_IPC, O_NCP, O_NSRV,
 	       O_THOSTS, O_SARG, O_GRACE, O_RDPS, O_MACHINE, O_LOGDIR, O_MPIRUN, O_MPIARG, O_MPIHOSTS,
 	       O_WRAPPER, O_BASEPORT, O_HOSTS, O_SUFFIX, O_SRUNARG, O_NSTH, O_EXEC, O_TRANSPORT,
@@ -337,7 +342,7 @@ int rdps_cmd_launch(int argc, char **argv)
 	};
 	struct rdps_launch L = { .backend = "local", .P = 1, .num_servers = -1, .machine = -1,
 			    .grace_ms = 10000, .mpirun = "mpirun", .base_port = RDPS_DEFAULT_BASE_PORT,
-			    .ssh_connect_timeout = 20 };
+			    .ssh_connect_timeout = 20, .on_line = on_line, .line_ctx = line_ctx };
 	char err[640];
 	double v;
 	int opt, at, rc = 2;

@@ -13,6 +13,7 @@ int rdps_cmd_train(int argc, char **argv);
 int rdps_cmd_dataset(int argc, char **argv);
 int rdps_cmd_partition(int argc, char **argv);
 int rdps_cmd_launch(int argc, char **argv);
+int rdps_cmd_dist_train(int argc, char **argv);
 int rdps_cmd_doctor(int argc, char **argv);
 int rdps_cmd_bench(int argc, char **argv);
 int rdps_cmd_eval(int argc, char **argv);

@@ -114,6 +114,10 @@ int rdps_launch_check_ports(const struct rdps_launch *L, long machine);
  */
 int rdps_launch_job_secret(struct rdps_launch *L);
 
+/* rdps launch with a line observer (rdps dist_train's summary); argv as
+ * rdps_cmd_launch's. Returns its exit code. */
+int rdps_launch_main(int argc, char **argv, rdps_launch_line_fn on_line, void *line_ctx);
+
 /* The launchers. Each returns rdps launch's exit code. */
 
 /* Forks machine's processes (all, machine < 0) and supervises them. */
