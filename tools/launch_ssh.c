@@ -22,6 +22,7 @@
  * connection, which ends the stream: a killed launcher leaves no process
  * holding ports on any machine.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -44,6 +45,15 @@
 #define CHECK_OUTPUT_MAX (64 * 1024)
 /* Beyond --ssh_connect_timeout: authentication on a loaded machine. */
 #define MASTER_EXTRA_MS (60 * 1000)
+
+/* Ctrl-C (or SIGTERM, SIGHUP) while connecting or checking: nothing has
+ * started; stop the masters and the checks, and say so. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
 
 struct ssh_machine {
 	uint32_t m;
@@ -325,7 +335,7 @@ static int connect_all(struct rdps_launch *L, struct ssh_machine *sms, uint32_t 
 		}
 		pending++;
 	}
-	while (pending) {
+	while (pending && !interrupted) {
 		for (uint32_t i = 0; i < n; i++) {
 			struct stat st;
 			int ws;
@@ -435,7 +445,7 @@ static int check_all(struct rdps_launch *L, struct ssh_machine *sms, uint32_t n,
 		}
 		left++;
 	}
-	while (left) {
+	while (left && !interrupted) {
 		int k = 0, ms = rdps_ms_until(deadline);
 
 		for (uint32_t i = 0; i < n; i++) {
@@ -490,11 +500,12 @@ static int check_all(struct rdps_launch *L, struct ssh_machine *sms, uint32_t n,
 		struct ssh_machine *sm = &sms[i];
 		int code;
 
-		if (!sm->done) {
+		if (!sm->done && sm->pid > 0) {
 			kill(sm->pid, SIGKILL);
 			waitpid(sm->pid, &sm->status, 0);
-			fprintf(stderr, "rdps launch: machine %u (%s): its check did not finish within %d s "
-				"(stopped it)\n", sm->m, sm->addr, CHECK_TIMEOUT_MS / 1000);
+			if (!interrupted)
+				fprintf(stderr, "rdps launch: machine %u (%s): its check did not finish within "
+					"%d s (stopped it)\n", sm->m, sm->addr, CHECK_TIMEOUT_MS / 1000);
 			rc = rc ? rc : 1;
 		}
 		if (sm->out_fd >= 0)
@@ -573,6 +584,44 @@ static int run_job(struct rdps_launch *L, struct ssh_machine *sms, uint32_t n, c
 
 /* ---- the backend ---- */
 
+/* The control directories of launchers that were killed (SIGKILL leaves
+ * no chance to clean up): /tmp/rdps-ssh-PID-* of a PID that is gone. */
+static void remove_stale_dirs(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char path[PATH_MAX], *end;
+		long pid = strncmp(e->d_name, "rdps-ssh-", 9) ? 0 : strtol(e->d_name + 9, &end, 10);
+		struct stat st;
+		DIR *sub;
+
+		if (pid <= 0 || *end != '-' || (kill((pid_t)pid, 0) && errno != ESRCH) ||
+		    !kill((pid_t)pid, 0))
+			continue;
+		snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
+		if (lstat(path, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		sub = opendir(path);
+		for (struct dirent *f; sub && (f = readdir(sub));) {
+			char file[PATH_MAX + 300];
+
+			if (f->d_name[0] == 'm') { /* m0, m0.log, ... */
+				snprintf(file, sizeof(file), "%s/%s", path, f->d_name);
+				unlink(file);
+			}
+		}
+		if (sub)
+			closedir(sub);
+		if (!rmdir(path))
+			rdps_info("launch: removed %s, left by launcher %ld (gone)", path, pid);
+	}
+	if (d)
+		closedir(d);
+}
+
+
 static bool is_this_host(const char *addr)
 {
 	char why[320];
@@ -585,10 +634,11 @@ int rdps_launch_run_ssh(struct rdps_launch *L)
 {
 	const struct rdps_launch_layout *l = &L->layout;
 	struct ssh_machine *sms = NULL;
-	char dir[] = "/tmp/rdps-ssh-XXXXXX", *control = NULL, cwd[PATH_MAX];
+	char dir[64], *control = NULL, cwd[PATH_MAX];
 	size_t control_len = 0;
 	uint32_t n = l->num_machines;
-	bool any_remote = false, have_dir = false;
+	bool any_remote = false, have_dir = false, handlers = false;
+	struct sigaction old_int, old_term, old_hup;
 	int rc = 2;
 
 	if (L->ssh_hosts.n && L->ssh_hosts.n != 1 && (uint32_t)L->ssh_hosts.n != n) {
@@ -627,7 +677,10 @@ int rdps_launch_run_ssh(struct rdps_launch *L)
 		sm->local = !L->ssh_hosts.n && is_this_host(sm->addr);
 		any_remote |= !sm->local;
 	}
+	/* Short (a ControlPath must fit a socket address); the PID says whose. */
+	snprintf(dir, sizeof(dir), "/tmp/rdps-ssh-%d-XXXXXX", (int)getpid());
 	if (any_remote && !L->dry_run) {
+		remove_stale_dirs();
 		if (!mkdtemp(dir)) {
 			fprintf(stderr, "rdps launch: mkdtemp %s: %s\n", dir, strerror(errno));
 			goto out;
@@ -652,15 +705,31 @@ int rdps_launch_run_ssh(struct rdps_launch *L)
 		rc = 0;
 		goto out;
 	}
-	if (connect_all(L, sms, n)) {
-		fprintf(stderr, "rdps launch: nothing was started\n");
+	{
+		struct sigaction sa = { .sa_handler = on_signal };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, &old_int);
+		sigaction(SIGTERM, &sa, &old_term);
+		sigaction(SIGHUP, &sa, &old_hup);
+		handlers = true;
+	}
+	if (connect_all(L, sms, n) || interrupted) {
+		fprintf(stderr, "rdps launch: %snothing was started\n", interrupted ? "interrupted; " : "");
+		rc = interrupted ? 128 + interrupted : 1;
 		goto out;
 	}
 	rc = check_all(L, sms, n, control, control_len);
-	if (rc) {
-		fprintf(stderr, "rdps launch: nothing was started\n");
+	if (rc || interrupted) {
+		fprintf(stderr, "rdps launch: %snothing was started\n", interrupted ? "interrupted; " : "");
+		rc = interrupted ? 128 + interrupted : rc;
 		goto out;
 	}
+	/* The supervisor takes the signals from here (signalfd). */
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	handlers = false;
 	rc = run_job(L, sms, n, control, control_len);
 out:
 	for (uint32_t i = 0; sms && i < n; i++) {
@@ -675,6 +744,11 @@ out:
 	}
 	if (have_dir)
 		rmdir(dir);
+	if (handlers) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGHUP, &old_hup, NULL);
+	}
 	free(sms);
 	free(control);
 	return rc;
