@@ -46,7 +46,10 @@
 #define SSHD "/usr/sbin/sshd"
 #define REF_RUNS 4
 
-static char *dir, *ws, *key, *wrong_key, *known_hosts, *ipc, *ip_bin;
+static char *dir, *ws, *key, *wrong_key, *known_hosts, *ipc, *ip_bin, *setup_log;
+
+/* Setup and checks' shell commands: their output goes to DIR/setup.log. */
+#define sh(...) rdps_test_sh(setup_log, __VA_ARGS__)
 static char ns[3][32], host[3][32];
 static int subnet;
 static bool have_ns;
@@ -57,38 +60,6 @@ static char *path(const char *name)
 
 	cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
 	return p;
-}
-
-/* Runs a shell command, bounded; its output goes to DIR/setup.log. */
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048], full[2300];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	snprintf(full, sizeof(full), "timeout 60 sh -ec '%s' >>%s/setup.log 2>&1", cmd, dir);
-	st = system(full);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static char *wait_log(const char *log, const char *what, int timeout_ms)
-{
-	uint64_t deadline = rdps_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-
-	for (;;) {
-		char *text = rdps_test_slurp(log);
-
-		if (text && strstr(text, what))
-			return text;
-		if (rdps_now_ns() >= deadline)
-			cr_assert_fail("'%s' not in %s after %d ms:\n%s", what, log, timeout_ms,
-				       text ? text : "(none)");
-		free(text);
-		usleep(50000);
-	}
 }
 
 /* sshd of machine i (namespace i, address 10.233.S.i+1, port 22). */
@@ -111,7 +82,7 @@ static void start_sshd(int i)
 	unlink(log);
 	cr_assert_eq(sh("mkdir -p /run/sshd && ip netns exec %s " SSHD " -f %s/%s -E %s", ns[i], dir,
 			conf, log), 0, "sshd of machine %d did not start (see %s/setup.log, %s)", i, dir, log);
-	free(wait_log(log, "Server listening on", 30000));
+	free(rdps_test_wait_log(log, "Server listening on", 30000));
 	free(log);
 }
 
@@ -224,6 +195,7 @@ static void setup(void)
 		cr_skip_test("needs iproute2 and openssh-client");
 	dir = rdps_test_tmpdir("dglke-dist");
 	cr_assert(dir);
+	setup_log = path("setup.log");
 	ws = path("my_task");
 	key = path("id_ed25519");
 	wrong_key = path("other_ed25519");
@@ -281,6 +253,7 @@ static void teardown(void)
 	free(wrong_key);
 	free(known_hosts);
 	free(ipc);
+	free(setup_log);
 	dir = NULL;
 }
 
@@ -464,9 +437,9 @@ static pid_t start_long_job(const char *log, char **text)
 	pid = spawn_in_launcher_ns(argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
 	cr_assert_gt(pid, 0);
 	snprintf(want, sizeof(want), "[%s trainer 1] step ", host[1]);
-	free(wait_log(log, want, 240000));
+	free(rdps_test_wait_log(log, want, 240000));
 	snprintf(want, sizeof(want), "[%s trainer 0] step ", host[0]);
-	*text = wait_log(log, want, 60000);
+	*text = rdps_test_wait_log(log, want, 60000);
 	return pid;
 }
 

@@ -33,7 +33,10 @@
 #include "rdps/partition.h"
 #include "rdps_test.h"
 
-static char *dir, *data, *part;
+static char *dir, *data, *part, *netns_log;
+
+/* Namespace commands: their output goes to DIR/netns.log. */
+#define sh(...) rdps_test_sh(netns_log, __VA_ARGS__)
 static char ns[3][32];
 static int subnet;
 static bool have_ns;
@@ -44,21 +47,6 @@ static char *path(const char *name)
 
 	cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
 	return p;
-}
-
-/* Runs a shell command, bounded; returns its exit status. */
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048], full[2200];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	snprintf(full, sizeof(full), "timeout 30 sh -ec '%s' >>%s/netns.log 2>&1", cmd, dir);
-	st = system(full);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 static void make_namespaces(void)
@@ -105,6 +93,7 @@ static void setup(void)
 
 	dir = rdps_test_tmpdir("launch-mpi");
 	cr_assert(dir);
+	netns_log = path("netns.log");
 	data = path("wn");
 	part = path("wn-part2");
 	rdps_dataset_wordnet_defaults(&wo);
@@ -123,6 +112,7 @@ static void teardown(void)
 	free(dir);
 	free(data);
 	free(part);
+	free(netns_log);
 }
 
 TestSuite(launch_mpi, .init = setup, .fini = teardown, .timeout = 240);

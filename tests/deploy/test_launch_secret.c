@@ -62,22 +62,6 @@ static void teardown(void)
 
 TestSuite(launch_secret, .init = setup, .fini = teardown, .timeout = 120);
 
-static char *wait_log(const char *log, const char *what, int timeout_ms)
-{
-	uint64_t deadline = rdps_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-
-	for (;;) {
-		char *text = rdps_test_slurp(log);
-
-		if (text && strstr(text, what))
-			return text;
-		if (rdps_now_ns() >= deadline)
-			cr_assert_fail("'%s' not in %s after %d ms:\n%s", what, log, timeout_ms, text ? text : "");
-		free(text);
-		usleep(20000);
-	}
-}
-
 static pid_t pid_of(const char *text, const char *name)
 {
 	char key[64];
@@ -152,8 +136,8 @@ Test(launch_secret, every_job_has_one_in_the_environment_only)
 
 	cr_assert_gt(launcher, 0);
 	/* The trainers authenticated: they train. */
-	free(wait_log(log, "\n[trainer 1] step", 60000));
-	text = wait_log(log, "\n[trainer 0] step", 30000);
+	free(rdps_test_wait_log(log, "\n[trainer 1] step", 60000));
+	text = rdps_test_wait_log(log, "\n[trainer 0] step", 30000);
 	cr_expect(strstr(text, "generated the job's secret"), "%s", text);
 	pids[0] = launcher;
 	for (int i = 0; i < 4; i++)
