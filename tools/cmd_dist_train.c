@@ -32,15 +32,8 @@ static void usage(FILE *f)
 "                       [--model NAME] --dataset NAME --data_path DIR [dglke_train flags...]\n"
 "                       [launcher options]\n"
 "\n"
-"DGL-KE's dglke_dist_train, its line run with the command name changed:\n"
-"\n"
-"  rdps partition --dataset wn18 -k 2 --data_path ~/my_task\n"
-"  rdps dist_train --path ~/my_task --ssh_key ~/mctt.pem --ip_config ~/my_task/ip_config.txt \\\n"
-"    --num_client_proc 16 --model TransE_l2 --dataset wn18 --data_path ~/my_task \\\n"
-"    --hidden_dim 400 --gamma 19.9 --lr 0.25 --batch_size 1000 --neg_sample_size 200 \\\n"
-"    --max_step 1000 --log_interval 100 --batch_size_eval 16 --test -adv \\\n"
-"    --regularization_coef 1.00E-07 --no_save_emb --num_thread 1\n"
-"\n"
+"DGL-KE's dglke_dist_train: its line runs with the command name changed (the\n"
+"example at the end: DGL-KE's distributed tutorial, WordNet for FB15k).\n"
 "Each machine of the ip_config runs its servers and --num_client_proc trainers,\n"
 "started over ssh (rdps launch --backend ssh: one connection per machine, checked\n"
 "before anything starts, one failure or Ctrl-C stops every machine, nothing\n"
@@ -69,7 +62,14 @@ static void usage(FILE *f)
 "\n"
 "At the end, as DGL-KE: 'Total train time S seconds' (the slowest trainer's), the\n"
 "'Test average ...' block of trainer 0, and each server's 'solved message count'.\n"
-"  -h, --help             this text\n");
+"  -h, --help             this text\n"
+"\n"
+"example: rdps partition --dataset wn18 -k 2 --data_path ~/my_task\n"
+"         rdps dist_train --path ~/my_task --ssh_key ~/mctt.pem --ip_config ~/my_task/ip_config.txt \\\n"
+"           --num_client_proc 16 --model TransE_l2 --dataset wn18 --data_path ~/my_task \\\n"
+"           --hidden_dim 400 --gamma 19.9 --lr 0.25 --batch_size 1000 --neg_sample_size 200 \\\n"
+"           --max_step 1000 --log_interval 100 --batch_size_eval 16 --test -adv \\\n"
+"           --regularization_coef 1.00E-07 --no_save_emb --num_thread 1\n");
 }
 
 /* The launcher's flags dglke_dist_train's line may carry, and what rdps
