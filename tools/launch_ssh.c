@@ -269,7 +269,9 @@ static void connect_failed(const struct rdps_launch *L, const struct ssh_machine
 	for (char *p = said; p && *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
-	if (said && strstr(said, "Permission denied"))
+	if (said && strstr(said, "UNPROTECTED PRIVATE KEY"))
+		hint = " (ssh ignores a private key others can read: chmod 600 the --ssh_key file)";
+	else if (said && strstr(said, "Permission denied"))
 		hint = L->ssh_key ? " (the machine refused the key: is the public half of --ssh_key in "
 				    "~/.ssh/authorized_keys of the login user there? --ssh_username)"
 				  : " (the machine refused every key ssh offered: give --ssh_key)";
