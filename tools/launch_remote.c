@@ -180,14 +180,14 @@ static int parse_control(char *buf, size_t len, const char **ipc, size_t *ipc_le
 	char *p = buf, *end = buf + len;
 	size_t magic = strlen(CONTROL_MAGIC);
 
-	if (len < magic)
-		return memcmp(buf, CONTROL_MAGIC, len) ? -EINVAL : -EAGAIN;
-	if (memcmp(buf, CONTROL_MAGIC, magic)) {
-		snprintf(why, whylen, "stdin does not start with '%.20s' (this option is what rdps "
+	if (memcmp(buf, CONTROL_MAGIC, len < magic ? len : magic)) {
+		snprintf(why, whylen, "stdin does not start with '%.*s' (this option is what rdps "
 			 "launch --backend ssh runs on each machine, not a command for users)",
-			 CONTROL_MAGIC);
+			 (int)magic - 1, CONTROL_MAGIC);
 		return -EINVAL;
 	}
+	if (len < magic)
+		return -EAGAIN;
 	p += magic;
 	for (;;) {
 		char *nl = memchr(p, '\n', (size_t)(end - p)), *sp;

@@ -166,3 +166,30 @@ Test(dglke_cli, dist_train_flags_become_the_launch)
 	free(ipc);
 	free(ws);
 }
+
+/* What each machine of an ssh job runs reads the job from stdin: anything
+ * else is refused, saying what it is, before anything starts. */
+Test(dglke_cli, the_machine_side_refuses_what_is_not_its_control_stream)
+{
+	char *junk = rdps_test_write(dir, "junk", "hello\n"), *text, cmd[1024];
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "exec %s launch --ssh-remote --machine 0 -- --data x < %s", RDPS_BIN, junk);
+	rc = run(argv, &text);
+	cr_expect_eq(rc, 2, "%s", text);
+	cr_expect(strstr(text, "stdin does not start with 'rdps-launch-control 1"), "%s", text);
+	free(text);
+	snprintf(cmd, sizeof(cmd), "printf 'rdps-launch-control 1\\nsecret -\\nip_config 400\\n' | exec %s launch "
+		 "--ssh-remote --machine 0 -- --data x", RDPS_BIN);
+	rc = run(argv, &text);
+	cr_expect_eq(rc, 2, "%s", text);
+	cr_expect(strstr(text, "stdin ended before the control message did"), "%s", text);
+	free(text);
+	snprintf(cmd, sizeof(cmd), "exec %s launch --ssh-remote -- --data x < /dev/null", RDPS_BIN);
+	rc = run(argv, &text);
+	cr_expect_eq(rc, 2, "%s", text);
+	cr_expect(strstr(text, "--machine M is required"), "%s", text);
+	free(text);
+	free(junk);
+}
