@@ -25,6 +25,7 @@ static void ofi_query(uint32_t num_clients, struct rdps_transport_info *out)
 		.conn_pinned_bytes = OFI_BOUNCE + (size_t)(OFI_SEND_SLOTS + OFI_CLIENT_RECVS) *
 							  OFI_MSG_SIZE,
 		.one_sided_pulls = true,
+		.pins_tables = true,
 	};
 }
 

@@ -49,6 +49,7 @@ static void tcp_timers(struct tcp_worker *w)
 			w->ts->accept_retry_ns = now + (uint64_t)w->ts->backoff_ms * 1000000ull;
 	}
 	tcp_expire_handshakes(w, now);
+	tcp_close_stalled_readers(w, now);
 	if (!w->index && w->ts->cap_log.held && now - w->ts->cap_log.last_ns >= TCP_LOG_EVERY_NS)
 		tcp_cap_log_write(w->ts, now);
 }
@@ -69,7 +70,9 @@ static uint32_t default_max_conns(void)
 	return n < TCP_MAX_CONNS ? (uint32_t)n : TCP_MAX_CONNS;
 }
 
-static size_t default_reply_budget(void)
+/* The default of both budgets: 1/16 of the machine's memory, within
+ * 64 MiB .. 1 GiB (one largest frame always fits). */
+static size_t default_budget(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	uint64_t b = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 16 : 0;
@@ -92,7 +95,7 @@ static void worker_fini(struct tcp_worker *w)
 	pthread_mutex_destroy(&w->inbox_lock);
 }
 
-static int worker_init(struct tcp_server *ts, uint32_t index, size_t budget)
+static int worker_init(struct tcp_server *ts, uint32_t index)
 {
 	struct tcp_worker *w = &ts->workers[index];
 	struct epoll_event tev = { .events = EPOLLIN, .data.u64 = TCP_KEY_TIMER };
@@ -100,9 +103,9 @@ static int worker_init(struct tcp_server *ts, uint32_t index, size_t budget)
 
 	w->ts = ts;
 	w->index = index;
-	w->reply_budget = budget;
 	link_init(&w->handshakes);
-	link_init(&w->paused);
+	link_init(&w->paused[TCP_BUDGET_TX]);
+	link_init(&w->paused[TCP_BUDGET_RX]);
 	link_init(&w->ready);
 	pthread_mutex_init(&w->inbox_lock, NULL);
 	w->inbox_tail = &w->inbox;
@@ -122,7 +125,7 @@ static int listen_common(const struct rdps_listen_params *p, struct rdps_tserver
 	struct tcp_server *ts;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TCP_KEY_LISTENER };
 	uint32_t nworkers = p->num_threads ? p->num_threads : 1;
-	size_t budget;
+	char a[32], b[32];
 	int ret;
 
 	*out = NULL;
@@ -145,7 +148,16 @@ static int listen_common(const struct rdps_listen_params *p, struct rdps_tserver
 	ts->max_conns = p->max_connections ? p->max_connections : default_max_conns();
 	ts->handshake_ns = (uint64_t)(p->handshake_timeout_ms ? p->handshake_timeout_ms
 							   : TCP_HANDSHAKE_MS) * 1000000ull;
-	budget = p->max_reply_buffer ? p->max_reply_buffer : default_reply_budget();
+	ts->tx_stall_ns = (uint64_t)(p->reply_stall_ms > 0 ? p->reply_stall_ms : TCP_TX_STALL_MS) *
+			  1000000ull;
+	ts->budget[TCP_BUDGET_TX] = (struct tcp_budget){
+		.limit = p->max_reply_buffer ? p->max_reply_buffer : default_budget(),
+		.flag = "--max-reply-buffer",
+	};
+	ts->budget[TCP_BUDGET_RX] = (struct tcp_budget){
+		.limit = p->max_request_buffer ? p->max_request_buffer : default_budget(),
+		.flag = "--max-request-buffer",
+	};
 	memcpy(ts->regions, p->regions, p->num_regions * sizeof(*p->regions));
 	ts->nregions = p->num_regions;
 	ts->exposed = exposed;
@@ -155,9 +167,8 @@ static int listen_common(const struct rdps_listen_params *p, struct rdps_tserver
 		ts->regions[i].desc.remote_addr = 0; /* no one-sided access over TCP */
 		ts->regions[i].desc.rkey = 0;
 	}
-	/* Each worker holds its share of the replies' budget. */
 	for (uint32_t i = 0; i < nworkers; i++) {
-		ret = worker_init(ts, i, budget / nworkers);
+		ret = worker_init(ts, i);
 		if (ret) {
 			snprintf(err, errlen, "server thread %u: no epoll, timer or eventfd: %s", i,
 				 rdps_strerror(ret));
@@ -173,8 +184,10 @@ static int listen_common(const struct rdps_listen_params *p, struct rdps_tserver
 	}
 	ts->listening = true;
 	rdps_dbg("server %u: %u thread(s), at most %u connections, %.1f s to finish a handshake, "
-		 "%zu MiB of queued replies", p->server_id, nworkers, ts->max_conns,
-		 ts->handshake_ns / 1e9, budget >> 20);
+		 "%s of replies and %s of requests held at most", p->server_id, nworkers,
+		 ts->max_conns, ts->handshake_ns / 1e9,
+		 rdps_bytes_str(ts->budget[TCP_BUDGET_TX].limit, a, sizeof(a)),
+		 rdps_bytes_str(ts->budget[TCP_BUDGET_RX].limit, b, sizeof(b)));
 	*out = &ts->base;
 	return 0;
 
@@ -279,6 +292,8 @@ static int reply_local(struct tcp_worker *w, uint64_t token, uint32_t type, int 
 
 	if (!sc || sc->gen != gen)
 		return -ENOTCONN; /* the client went away meanwhile */
+	if (sc->deferred)
+		sc->deferred--; /* its bytes were held since the request */
 	/* An error's payload is its reason. */
 	if (status < 0) {
 		char why[RDPS_WIRE_ERRMSG_MAX];
@@ -321,7 +336,7 @@ static void inbox_drain(struct tcp_worker *w)
 		struct tcp_inbox_item *next = it->next;
 
 		if (it->is_conn)
-			sconn_add(w, it->fd, it->since_ns, it->peer);
+			sconn_add(w, it->fd, it->since_ns, it->peer, it->loopback);
 		else
 			reply_local(w, it->token, it->type, it->status, it->payload, it->len);
 		free(it);

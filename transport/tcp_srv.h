@@ -23,6 +23,7 @@
 
 #include "rdps/common.h"
 #include "rdps/transport.h"
+#include "tcp.h"
 #include "wire.h"
 
 #define TCP_RX_CHUNK (256u << 10)
@@ -32,8 +33,13 @@
 #define TCP_HANDSHAKE_MS 10000          /* default time to be admitted */
 #define TCP_FD_RESERVE 64               /* descriptors the default cap leaves free */
 #define TCP_MAX_CONNS 65536u            /* default cap, at most */
-#define TCP_REPLY_BUF_MIN (64ull << 20) /* default reply budget: RAM / 16 within these */
+#define TCP_REPLY_BUF_MIN (64ull << 20) /* default budgets: RAM / 16 within these */
 #define TCP_REPLY_BUF_MAX (1ull << 30)
+#define TCP_BUF_OWN (64u << 10)         /* per buffer, outside the budgets (kept when empty) */
+#define TCP_TX_STALL_MS 60000           /* default: replies unread this long while
+					 * others wait for the reply budget: closed */
+#define TCP_DEFERRED_REPLY (sizeof(struct rdps_wire_hdr) + 512) /* a barrier's, allreduce's
+					 * or checkpoint's reply, at most */
 #define TCP_ACCEPT_BATCH 256            /* accepts per event: connections are served in a flood */
 #define TCP_BACKOFF_MIN_MS 50           /* out of descriptors: accept() paused this long, */
 #define TCP_BACKOFF_MAX_MS 1000         /* doubling up to this */
@@ -66,6 +72,11 @@ static inline void link_append(struct tcp_link *head, struct tcp_link *l)
 	head->prev = l;
 }
 
+static inline void link_prepend(struct tcp_link *head, struct tcp_link *l)
+{
+	link_append(head->next, l);
+}
+
 static inline void link_remove(struct tcp_link *l)
 {
 	l->prev->next = l->next;
@@ -73,7 +84,10 @@ static inline void link_remove(struct tcp_link *l)
 	link_init(l);
 }
 
+struct tcp_worker;
+
 struct tcp_sconn {
+	struct tcp_worker *owner; /* its worker */
 	int fd;
 	uint32_t worker, slot, gen; /* its worker's conns[slot] */
 	char peer[64];
@@ -88,6 +102,13 @@ struct tcp_sconn {
 	bool reading;          /* EPOLLIN armed */
 	bool writing;          /* EPOLLOUT armed */
 	bool stalled;          /* frames left in rx when it had to stop taking requests */
+	bool loopback;         /* the peer is on this machine (127/8, ::1) */
+	bool authenticated;    /* proved the server's secret */
+	uint8_t waiting;       /* TCP_WAIT_*: on the worker's paused queue of that budget */
+	bool drained;          /* its replies drained while it waited for the budget */
+	uint64_t tx_moved_ns;  /* when its replies last moved (sent, or came to none) */
+	uint32_t deferred;     /* deferred replies (barrier, ...) still to come */
+	size_t discard;        /* payload bytes of a frame refused by its header, to skip */
 	uint32_t client_id, num_clients;
 	uint64_t since_ns;     /* accepted at */
 	uint64_t deadline_ns;  /* to be admitted by (while on the handshakes queue) */
@@ -96,10 +117,27 @@ struct tcp_sconn {
 	size_t rx_len, rx_cap;
 	uint8_t *tx;           /* replies not yet sent, from tx_off */
 	size_t tx_off, tx_len, tx_cap;
-	size_t tx_counted;     /* tx_len as counted in the server's tx_total */
 	struct tcp_link hs;    /* on the server's handshakes until admitted */
-	struct tcp_link paused; /* on the server's paused: stopped by the reply budget */
+	struct tcp_link paused; /* on its worker's paused[waiting - 1]: waits for a budget */
 	struct tcp_link ready; /* on the server's ready: needs progress() (see sconn_update) */
+};
+
+/*
+ * The two memory budgets of a server's connections, all threads together:
+ * every byte of every connection's buffers counts (capacity, not use).
+ * TX: replies (--max-reply-buffer): a request is taken only once its
+ * largest reply fits. RX: requests being received (--max-request-buffer):
+ * a frame is read only once it fits. A connection that must wait leaves
+ * the epoll set and queues on its worker's paused[kind] until a release
+ * makes room (releases on another thread wake the worker).
+ */
+enum { TCP_BUDGET_TX = 0, TCP_BUDGET_RX = 1 };
+enum { TCP_WAIT_NONE = 0, TCP_WAIT_TX = 1, TCP_WAIT_RX = 2 };
+
+struct tcp_budget {
+	uint64_t limit;           /* bytes */
+	uint64_t used;            /* atomic */
+	const char *flag;         /* the option that sets it, for messages */
 };
 
 /* Events logged at most once a second, with the count of those held back. */
@@ -118,6 +156,7 @@ struct tcp_inbox_item {
 	bool is_conn;
 	int fd;                   /* is_conn: the accepted socket */
 	uint64_t since_ns;        /* is_conn: when accepted */
+	bool loopback;            /* is_conn: from this machine */
 	char peer[64];
 	uint64_t token;           /* a reply: */
 	uint32_t type;
@@ -141,10 +180,11 @@ struct tcp_worker {
 	uint32_t nslots;
 	uint32_t nconns;          /* open connections (read by worker 0 to balance) */
 	uint32_t next_gen;
-	size_t reply_budget;      /* the server's budget / workers */
-	size_t tx_total;          /* reply bytes held in every connection's tx */
 	struct tcp_link handshakes; /* connections not admitted yet, by deadline */
-	struct tcp_link paused;   /* stopped by the reply budget, in the order they stopped */
+	struct tcp_link paused[2]; /* waiting for a budget (TCP_BUDGET_*), in the order
+				    * they stopped */
+	bool budget_wake;         /* atomic: another thread released budget */
+	uint64_t stall_scan_ns;   /* when connections were last checked for unread replies */
 	struct tcp_link ready;    /* to be served or closed with no event to come */
 	pthread_mutex_t inbox_lock;
 	struct tcp_inbox_item *inbox, **inbox_tail;
@@ -168,6 +208,7 @@ struct tcp_server {
 	/* limits (listen params with the defaults filled in) */
 	uint32_t max_conns;
 	uint64_t handshake_ns;
+	uint64_t tx_stall_ns;     /* see TCP_TX_STALL_MS */
 	uint32_t nconns;          /* open connections, all workers (atomic) */
 	/* worker 0's: the listener */
 	struct tcp_ratelog cap_log; /* connections refused over the cap */
@@ -177,6 +218,9 @@ struct tcp_server {
 	uint32_t backoff_ms;
 	uint64_t starved_ns;      /* start of the shortage (0: none) */
 	uint64_t starved_accepts; /* connections accepted during it */
+	struct tcp_budget budget[2]; /* TCP_BUDGET_* */
+	uint32_t budget_waiters;  /* atomic: workers with connections waiting for one */
+	uint64_t budget_log_ns[2]; /* atomic: when a wait was last logged */
 	uint32_t nworkers;
 	struct tcp_worker workers[];
 };
@@ -192,14 +236,25 @@ void tcp_cap_log_write(struct tcp_server *ts, uint64_t now);
 void tcp_inbox_put(struct tcp_worker *w, struct tcp_inbox_item *it);
 
 /* tcp_srv_conn.c */
-int sconn_add(struct tcp_worker *w, int fd, uint64_t since_ns, const char *peer);
+int sconn_add(struct tcp_worker *w, int fd, uint64_t since_ns, const char *peer,
+	      bool loopback);
 int sconn_read(struct tcp_worker *w, struct tcp_sconn *sc);
 int sconn_flush(struct tcp_worker *w, struct tcp_sconn *sc);
 int sconn_update(struct tcp_worker *w, struct tcp_sconn *sc);
 void sconn_settle(struct tcp_worker *w, struct tcp_sconn *sc, int ret);
 void sconn_close(struct tcp_worker *w, struct tcp_sconn *sc);
 void tcp_serve_waiting(struct tcp_worker *w);
+/* Holds n bytes of a budget: within its limit (TCP_TAKE_HARD), within half
+ * of it (_SOFT), or past it (_FORCE: the few bytes a reply must have);
+ * releases them. */
+enum { TCP_TAKE_HARD = 0, TCP_TAKE_SOFT = 1, TCP_TAKE_FORCE = 2 };
+bool tcp_budget_take(struct tcp_server *ts, int kind, size_t n, int mode);
+void tcp_budget_put(struct tcp_server *ts, int kind, size_t n);
 void tcp_timer_arm(struct tcp_worker *w);
+/* While connections wait for the reply budget: closes those whose clients
+ * left replies unread for tx_stall_ns (they hold what the others wait
+ * for). At most once a second. */
+void tcp_close_stalled_readers(struct tcp_worker *w, uint64_t now);
 void tcp_stat_bad_frame(struct tcp_server *ts);
 /* Appends a frame to sc's replies; its payload (len bytes), or NULL. */
 void *tcp_tx_frame(struct tcp_sconn *sc, uint8_t type, int32_t status, uint32_t len);
@@ -222,5 +277,12 @@ uint64_t tcp_make_token(const struct tcp_sconn *sc);
 /* tcp_srv_frames.c */
 int tcp_handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 		     const struct rdps_wire_hdr *h, const uint8_t *payload);
+/* Payload bytes a frame of h's type may have on sc (its largest legal
+ * request), checked on the header, before any of it is buffered. */
+uint32_t tcp_frame_max_len(const struct tcp_sconn *sc, const struct rdps_wire_hdr *h);
+/* The largest reply (header included) the complete frame h, payload may
+ * get: held against the reply budget before the frame is taken. */
+size_t tcp_frame_reply_bound(struct tcp_server *ts, const struct rdps_wire_hdr *h,
+			     const uint8_t *payload);
 
 #endif

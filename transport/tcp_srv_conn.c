@@ -1,30 +1,31 @@
 // SPDX-License-Identifier: MIT
 /*
  * TCP server: one connection's state. Its receive buffer (frames being
- * read), its send buffer (replies not yet sent), the worker's budgets they
- * count against, the queues a connection waits in when a budget or its
- * client stops it, and the read/frame loop that hands whole frames to
- * tcp_srv_frames.c.
+ * read), its send buffer (replies not yet sent), the server's two budgets
+ * they count against (tcp_srv.h), the queues a connection waits in when a
+ * budget or its client stops it, and the read/frame loop that hands whole
+ * frames to tcp_srv_frames.c.
+ *
+ * Memory a peer can make the server hold is bounded: before admission, a
+ * hello's bytes; after it, every buffer byte past the TCP_BUF_OWN a
+ * connection keeps counts against a budget, held before the buffer grows (a
+ * frame's payload when its header announces it, a request's largest reply
+ * before the request is taken). A connection that does not fit waits, out
+ * of the epoll set, until another releases; one frame or reply larger than
+ * a whole budget is refused naming the budget.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "rdps/common.h"
 #include "rdps/transport.h"
-#include "sock.h"
-#include "tcp.h"
 #include "tcp_priv.h"
 #include "tcp_srv.h"
 #include "wire.h"
@@ -47,37 +48,191 @@ static int sconn_arm(struct tcp_worker *w, struct tcp_sconn *sc, bool rd, bool w
 	return epoll_ctl(w->epfd, EPOLL_CTL_MOD, sc->fd, &ev) ? -errno : 0;
 }
 
-/* Keeps w->tx_total, the reply bytes held for all connections, in step
- * with sc's buffer (sent bytes count until the buffer empties: they hold
- * memory as long). */
-static void tx_sync(struct tcp_worker *w, struct tcp_sconn *sc)
+/* ---------------------------------------------------------------------- */
+/* Budgets                                                                 */
+
+bool tcp_budget_take(struct tcp_server *ts, int kind, size_t n, int mode)
 {
-	w->tx_total = w->tx_total - sc->tx_counted + sc->tx_len;
-	sc->tx_counted = sc->tx_len;
+	struct tcp_budget *b = &ts->budget[kind];
+	uint64_t cur = __atomic_load_n(&b->used, __ATOMIC_RELAXED);
+	uint64_t limit = mode == TCP_TAKE_SOFT ? b->limit / 2 : b->limit;
+
+	if (mode == TCP_TAKE_FORCE) {
+		__atomic_fetch_add(&b->used, n, __ATOMIC_RELAXED);
+		return true;
+	}
+	do {
+		if (n > limit || cur > limit - n)
+			return false;
+	} while (!__atomic_compare_exchange_n(&b->used, &cur, cur + n, true, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return true;
 }
 
-static bool over_budget(const struct tcp_worker *w)
+/* Wakes the workers whose connections wait for a budget: the releasing
+ * thread may be another's (their epoll waits on their inbox's eventfd). */
+static void budget_wake(struct tcp_server *ts, const struct tcp_worker *self)
 {
-	return w->tx_total >= w->reply_budget;
+	uint64_t one = 1;
+
+	for (uint32_t i = 0; i < ts->nworkers; i++) {
+		struct tcp_worker *w = &ts->workers[i];
+
+		if (w == self || !(link_queued(&w->paused[0]) || link_queued(&w->paused[1])))
+			continue; /* racy read of another worker's queues: a hint only */
+		__atomic_store_n(&w->budget_wake, true, __ATOMIC_RELEASE);
+		if (write(w->efd, &one, sizeof(one)) < 0)
+			rdps_dbg("server: waking thread %u: %s", w->index, strerror(errno));
+	}
 }
 
-/* Whether sc may take another request now: not closing, under the
- * per-connection mark, and while all connections together hold more than
- * the reply budget, only if none of its replies waits for its client to
- * read (a slow reader stops; a client that reads goes on, so none starves). */
-static bool sconn_may_take(const struct tcp_worker *w, const struct tcp_sconn *sc)
+void tcp_budget_put(struct tcp_server *ts, int kind, size_t n)
 {
-	size_t unsent = sc->tx_len - sc->tx_off;
+	if (!n)
+		return;
+	__atomic_fetch_sub(&ts->budget[kind].used, n, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&ts->budget_waiters, __ATOMIC_RELAXED))
+		budget_wake(ts, NULL);
+}
 
-	return !sc->closing && unsent < TCP_TX_HIGH && (!unsent || !over_budget(w));
+/* The capacity a buffer of cap grows to for need bytes: doubling while
+ * small (few reallocations), then exactly (rounded to 64 KiB), so a large
+ * frame or reply holds no more of its budget than it uses. */
+static size_t grown_cap(size_t cap, size_t need)
+{
+	size_t n = cap ? cap : 4096;
+
+	if (need > (1u << 20))
+		return RDPS_ALIGN_UP(need, (size_t)64 << 10);
+	while (n < need)
+		n *= 2;
+	return n;
+}
+
+/* The bytes of a buffer of cap that count against its budget: all but the
+ * first TCP_BUF_OWN, which every connection may keep (bounded by the
+ * connection cap instead). */
+static size_t counted(size_t cap)
+{
+	return cap > TCP_BUF_OWN ? cap - TCP_BUF_OWN : 0;
+}
+
+static void buf_free(struct tcp_worker *w, struct tcp_sconn *sc, int kind)
+{
+	uint8_t **buf = kind == TCP_BUDGET_TX ? &sc->tx : &sc->rx;
+	size_t *cap = kind == TCP_BUDGET_TX ? &sc->tx_cap : &sc->rx_cap;
+
+	free(*buf);
+	*buf = NULL;
+	tcp_budget_put(w->ts, kind, counted(*cap));
+	*cap = 0;
+}
+
+/*
+ * Grows sc's buffer of kind to need bytes, its growth held against the
+ * budget first. 0; -ENOBUFS when the budget has no room now (the caller
+ * waits: pause_for()); -E2BIG when need alone is more than the whole budget
+ * allows; -ENOMEM. mode: TCP_TAKE_HARD, _SOFT (within half the budget:
+ * what a connection whose client has not read its replies yet may take, so
+ * such clients never hold the half the others go on with), or _FORCE (the
+ * bytes a reply must have, an error or a deferred reply, and a hello's).
+ */
+static int buf_grow(struct tcp_worker *w, struct tcp_sconn *sc, int kind, size_t need,
+		    int mode)
+{
+	uint8_t **buf = kind == TCP_BUDGET_TX ? &sc->tx : &sc->rx;
+	size_t *cap = kind == TCP_BUDGET_TX ? &sc->tx_cap : &sc->rx_cap;
+	size_t ncap, delta;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	ncap = grown_cap(*cap, need);
+	delta = counted(ncap) - counted(*cap);
+	if (mode != TCP_TAKE_FORCE && counted(ncap) > w->ts->budget[kind].limit)
+		return -E2BIG;
+	if (!tcp_budget_take(w->ts, kind, delta, mode))
+		return -ENOBUFS;
+	p = realloc(*buf, ncap);
+	if (!p) {
+		tcp_budget_put(w->ts, kind, delta);
+		return -ENOMEM;
+	}
+	*buf = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* An emptied buffer: one past what a connection keeps goes back to the
+ * budget at once; a small one stays for the next frame. */
+static void buf_emptied(struct tcp_worker *w, struct tcp_sconn *sc, int kind)
+{
+	if ((kind == TCP_BUDGET_TX ? sc->tx_cap : sc->rx_cap) > TCP_BUF_OWN)
+		buf_free(w, sc, kind);
+}
+
+/* One line a second at most while connections wait for a budget: what an
+ * operator needs to see to raise it (or find the clients that do not read). */
+static void budget_wait_log(struct tcp_worker *w, struct tcp_sconn *sc, int kind, size_t need)
+{
+	struct tcp_budget *b = &w->ts->budget[kind];
+	uint64_t now = rdps_now_ns(), last = __atomic_load_n(&w->ts->budget_log_ns[kind],
+							       __ATOMIC_RELAXED);
+	char a[32], l[32], u[32];
+
+	if (last && now - last < TCP_LOG_EVERY_NS)
+		return;
+	__atomic_store_n(&w->ts->budget_log_ns[kind], now, __ATOMIC_RELAXED);
+	rdps_warn("server %u: client %s waits: its %s needs %s more, and the connections hold "
+		  "%s of the %s %s allows (%s); it goes on once others drain",
+		  w->ts->p.server_id, sc->peer,
+		  kind == TCP_BUDGET_TX ? "next reply" : "frame being received",
+		  rdps_bytes_str(need, a, sizeof(a)),
+		  rdps_bytes_str(__atomic_load_n(&b->used, __ATOMIC_RELAXED), u, sizeof(u)),
+		  rdps_bytes_str(b->limit, l, sizeof(l)), b->flag,
+		  kind == TCP_BUDGET_TX ? "clients read their replies slowly, or not at all"
+					: "clients send large frames at once");
+}
+
+/* sc waits for room in a budget: out of the epoll set, on its worker's
+ * queue for that budget (see tcp_serve_waiting). */
+static void pause_for(struct tcp_worker *w, struct tcp_sconn *sc, int kind, size_t need)
+{
+	if (sc->waiting)
+		return;
+	sc->waiting = (uint8_t)(kind == TCP_BUDGET_TX ? TCP_WAIT_TX : TCP_WAIT_RX);
+	sc->drained = false;
+	if (!link_queued(&w->paused[0]) && !link_queued(&w->paused[1]))
+		__atomic_fetch_add(&w->ts->budget_waiters, 1, __ATOMIC_RELAXED);
+	link_append(&w->paused[kind], &sc->paused);
+	budget_wait_log(w, sc, kind, need);
+}
+
+static void unpause(struct tcp_worker *w, struct tcp_sconn *sc)
+{
+	if (!sc->waiting)
+		return;
+	link_remove(&sc->paused);
+	sc->waiting = TCP_WAIT_NONE;
+	if (!link_queued(&w->paused[0]) && !link_queued(&w->paused[1]))
+		__atomic_fetch_sub(&w->ts->budget_waiters, 1, __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Whether sc may take another request now: not closing, not waiting for a
+ * budget, and its client reads its replies (under the per-connection mark). */
+static bool sconn_may_take(const struct tcp_sconn *sc)
+{
+	return !sc->closing && !sc->waiting && sc->tx_len - sc->tx_off < TCP_TX_HIGH;
 }
 
 /*
  * Sets the timer (in the epoll set, so a caller polling the epoll
  * descriptor wakes too) to the next deadline: the listener's return after
  * a descriptor shortage, the oldest handshake's timeout, a held log line;
- * or at once when connections wait in the ready queue, or in the paused
- * one with the budget free again (only progress() may serve them).
+ * or at once when connections wait in the ready queue (only progress() may
+ * serve them).
  */
 void tcp_timer_arm(struct tcp_worker *w)
 {
@@ -94,7 +249,10 @@ void tcp_timer_arm(struct tcp_worker *w)
 	}
 	if (!w->index && w->ts->cap_log.held && w->ts->cap_log.last_ns + TCP_LOG_EVERY_NS < next)
 		next = w->ts->cap_log.last_ns + TCP_LOG_EVERY_NS;
-	if (link_queued(&w->ready) || (link_queued(&w->paused) && !over_budget(w)))
+	if (__atomic_load_n(&w->ts->budget_waiters, __ATOMIC_RELAXED) &&
+	    w->stall_scan_ns + TCP_LOG_EVERY_NS < next)
+		next = w->stall_scan_ns + TCP_LOG_EVERY_NS;
+	if (link_queued(&w->ready) || __atomic_load_n(&w->budget_wake, __ATOMIC_ACQUIRE))
 		next = 1; /* an absolute time long past: fires at once */
 	if (next == UINT64_MAX)
 		next = 0; /* disarmed */
@@ -108,24 +266,18 @@ void tcp_timer_arm(struct tcp_worker *w)
 }
 
 /*
- * Arms sc's events for its state and files it in the server's queues:
- * "paused" while the reply budget alone stops it; "ready" when it may take
- * requests it has already read, or is to be closed, and no event will come
- * for that (progress() serves the ready queue before it returns).
+ * Arms sc's events for its state: readable while it may take requests (and
+ * is not waiting for a budget), writable while replies are unsent; queued
+ * in "ready" when it may take frames it has already read, or is to be
+ * closed, and no event will come for that (progress() serves the ready
+ * queue before it returns).
  */
 int sconn_update(struct tcp_worker *w, struct tcp_sconn *sc)
 {
 	size_t unsent = sc->tx_len - sc->tx_off;
-	bool take, by_budget;
+	bool take = sconn_may_take(sc);
 	int ret;
 
-	tx_sync(w, sc);
-	take = sconn_may_take(w, sc);
-	by_budget = !take && !sc->closing && unsent < TCP_TX_HIGH;
-	if (by_budget && !link_queued(&sc->paused))
-		link_append(&w->paused, &sc->paused);
-	else if (!by_budget && link_queued(&sc->paused))
-		link_remove(&sc->paused);
 	if (((take && sc->stalled) || (sc->closing && !unsent)) && !link_queued(&sc->ready))
 		link_append(&w->ready, &sc->ready);
 	ret = sconn_arm(w, sc, take, unsent > 0);
@@ -152,25 +304,29 @@ void sconn_close(struct tcp_worker *w, struct tcp_sconn *sc)
 	w->conns[sc->slot] = NULL;
 	__atomic_fetch_sub(&w->nconns, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&w->ts->nconns, 1, __ATOMIC_RELAXED);
-	w->tx_total -= sc->tx_counted;
+	unpause(w, sc);
 	link_remove(&sc->hs);
-	link_remove(&sc->paused);
 	link_remove(&sc->ready);
-	free(sc->rx);
-	free(sc->tx);
+	buf_free(w, sc, TCP_BUDGET_RX); /* wakes those waiting for its bytes */
+	buf_free(w, sc, TCP_BUDGET_TX);
 	free(sc);
 	if (!w->in_progress)
-		tcp_timer_arm(w); /* the budget it held may resume others */
+		tcp_timer_arm(w);
 }
 
-/* Appends a frame, returns a pointer to its payload (len bytes), or NULL. */
+/* Appends a frame, returns a pointer to its payload (len bytes), or NULL.
+ * Its bytes were held with the request (tcp_frame_reply_bound); a reply
+ * that must go out anyway (an error, a deferred reply) takes them now. */
 void *tcp_tx_frame(struct tcp_sconn *sc, uint8_t type, int32_t status, uint32_t len)
 {
+	struct tcp_worker *w = sc->owner;
 	struct rdps_wire_hdr h;
 	void *p;
 
-	if (rdps_reserve((void **)&sc->tx, &sc->tx_cap, sc->tx_len + sizeof(h) + len))
+	if (buf_grow(w, sc, TCP_BUDGET_TX, sc->tx_len + sizeof(h) + len, TCP_TAKE_FORCE))
 		return NULL;
+	if (sc->tx_len == sc->tx_off)
+		sc->tx_moved_ns = rdps_now_ns(); /* its client had read everything */
 	rdps_wire_hdr_init(&h, type, len, status);
 	memcpy(sc->tx + sc->tx_len, &h, sizeof(h));
 	p = sc->tx + sc->tx_len + sizeof(h);
@@ -206,9 +362,14 @@ int sconn_flush(struct tcp_worker *w, struct tcp_sconn *sc)
 			return -errno;
 		}
 		sc->tx_off += (size_t)n;
+		sc->tx_moved_ns = rdps_now_ns();
 	}
-	if (sc->tx_off == sc->tx_len)
+	if (sc->tx_off == sc->tx_len && sc->tx_len) {
 		sc->tx_off = sc->tx_len = 0;
+		/* Its client reads: first in line for the room it made. */
+		sc->drained = sc->waiting == TCP_WAIT_TX;
+		buf_emptied(w, sc, TCP_BUDGET_TX);
+	}
 	return sconn_update(w, sc);
 }
 
@@ -220,6 +381,60 @@ void sconn_settle(struct tcp_worker *w, struct tcp_sconn *sc, int ret)
 		sconn_close(w, sc);
 }
 
+/* A frame refused on its header: answered with why, and its payload, which
+ * is never buffered, skipped as it arrives (the connection stays in step). */
+static int refuse_header(struct tcp_worker *w, struct tcp_sconn *sc,
+			 const struct rdps_wire_hdr *h, int status, const char *why)
+{
+	sc->discard = h->len;
+	return tcp_refuse(w->ts, sc, h->type, status, why);
+}
+
+/* Skips what is left of a refused frame's payload from rx. */
+static void discard_rx(struct tcp_sconn *sc)
+{
+	size_t n = sc->rx_len < sc->discard ? sc->rx_len : sc->discard;
+
+	memmove(sc->rx, sc->rx + n, sc->rx_len - n);
+	sc->rx_len -= n;
+	sc->discard -= n;
+}
+
+/*
+ * Makes room for a frame whose header is at rx[0] and whose payload has
+ * not all come: its size is checked against what its type may carry, then
+ * held against the request budget. 0 (room made, or a wait began),
+ * or -errno to close the connection.
+ */
+static int frame_room(struct tcp_worker *w, struct tcp_sconn *sc, const struct rdps_wire_hdr *h)
+{
+	size_t need = sizeof(*h) + h->len;
+	char why[256], a[32], b[32];
+	int ret;
+
+	if (need <= sc->rx_cap)
+		return 0;
+	ret = buf_grow(w, sc, TCP_BUDGET_RX, need, sc->hello ? TCP_TAKE_HARD : TCP_TAKE_FORCE);
+	if (ret == -ENOBUFS) {
+		pause_for(w, sc, TCP_BUDGET_RX, need - sc->rx_cap);
+		return 0;
+	}
+	if (ret == -E2BIG) {
+		snprintf(why, sizeof(why), "a %s frame of %s is larger than the %s all requests "
+			 "being received may take (%s)", rdps_req_name(h->type),
+			 rdps_bytes_str(need, a, sizeof(a)),
+			 rdps_bytes_str(w->ts->budget[TCP_BUDGET_RX].limit, b, sizeof(b)),
+			 w->ts->budget[TCP_BUDGET_RX].flag);
+		/* The bytes already read are the frame's: skip them too. */
+		sc->rx_len -= sizeof(*h);
+		memmove(sc->rx, sc->rx + sizeof(*h), sc->rx_len);
+		ret = refuse_header(w, sc, h, -EMSGSIZE, why);
+		discard_rx(sc);
+		return ret;
+	}
+	return ret;
+}
+
 /* Parses complete frames from rx. Returns -errno to close the conn. */
 static int sconn_process(struct tcp_worker *w, struct tcp_sconn *sc)
 {
@@ -227,11 +442,15 @@ static int sconn_process(struct tcp_worker *w, struct tcp_sconn *sc)
 	int ret = 0;
 
 	sc->stalled = false;
-	while (sc->rx_len - off >= sizeof(struct rdps_wire_hdr)) {
+	if (sc->discard)
+		discard_rx(sc);
+	while (!sc->discard && sc->rx_len - off >= sizeof(struct rdps_wire_hdr)) {
 		struct rdps_wire_hdr h;
+		const uint8_t *payload;
 		char why[256];
+		size_t bound;
 
-		if (!sconn_may_take(w, sc)) {
+		if (!sconn_may_take(sc)) {
 			/* No readable event will come for these bytes. */
 			sc->stalled = !sc->closing;
 			break;
@@ -260,12 +479,23 @@ static int sconn_process(struct tcp_worker *w, struct tcp_sconn *sc)
 			sc->closing = true;
 			break;
 		}
-		if (sc->rx_len - off < sizeof(h) + h.len) {
-			/* The frame moves to rx[0] below; make room for it. */
-			if (rdps_reserve((void **)&sc->rx, &sc->rx_cap, sizeof(h) + h.len))
-				ret = -ENOMEM;
-			break;
+		if (h.len > tcp_frame_max_len(sc, &h)) {
+			/* Refused on the header: its payload is skipped, never held. */
+			snprintf(why, sizeof(why), "a %s request of %u bytes%s; at most %u",
+				 rdps_req_name(h.type), h.len,
+				 sc->observer ? " from an observer" : "", tcp_frame_max_len(sc, &h));
+			off += sizeof(h);
+			ret = refuse_header(w, sc, &h, -EMSGSIZE, why);
+			if (ret)
+				break;
+			memmove(sc->rx, sc->rx + off, sc->rx_len - off);
+			sc->rx_len -= off;
+			off = 0;
+			discard_rx(sc);
+			continue;
 		}
+		if (sc->rx_len - off < sizeof(h) + h.len)
+			break; /* room is made below, with the frame at rx[0] */
 		if (off % 8) {
 			/* Only a misbehaving peer sends frames of odd lengths;
 			 * realign so ids and gradients are read aligned. */
@@ -273,8 +503,30 @@ static int sconn_process(struct tcp_worker *w, struct tcp_sconn *sc)
 			sc->rx_len -= off;
 			off = 0;
 		}
-		ret = tcp_handle_frame(w->ts, sc, &h, sc->rx + off + sizeof(h));
-		tx_sync(w, sc);
+		payload = sc->rx + off + sizeof(h);
+		/* The reply's bytes are held before the request is taken. */
+		bound = tcp_frame_reply_bound(w->ts, &h, payload);
+		ret = buf_grow(w, sc, TCP_BUDGET_TX, sc->tx_len + bound +
+			       (size_t)sc->deferred * TCP_DEFERRED_REPLY,
+			       !sc->hello ? TCP_TAKE_FORCE
+			       : sc->tx_len > sc->tx_off ? TCP_TAKE_SOFT : TCP_TAKE_HARD);
+		if (ret == -ENOBUFS) {
+			pause_for(w, sc, TCP_BUDGET_TX, bound);
+			sc->stalled = true;
+			ret = 0;
+			break;
+		}
+		if (ret == -E2BIG) {
+			char a[32], b[32];
+
+			snprintf(why, sizeof(why), "its reply could take %s, more than the %s all "
+				 "replies held for clients may take (%s): ask for fewer rows at once",
+				 rdps_bytes_str(bound, a, sizeof(a)), w->ts->budget[TCP_BUDGET_TX].flag,
+				 rdps_bytes_str(w->ts->budget[TCP_BUDGET_TX].limit, b, sizeof(b)));
+			ret = tcp_refuse(w->ts, sc, h.type, -EMSGSIZE, why);
+		} else if (!ret) {
+			ret = tcp_handle_frame(w->ts, sc, &h, payload);
+		}
 		if (link_queued(&sc->hs))
 			tcp_handshake_step(w, sc);
 		if (ret)
@@ -285,6 +537,16 @@ static int sconn_process(struct tcp_worker *w, struct tcp_sconn *sc)
 		memmove(sc->rx, sc->rx + off, sc->rx_len - off);
 		sc->rx_len -= off;
 	}
+	if (!ret && !sc->closing && !sc->discard && sc->rx_len >= sizeof(struct rdps_wire_hdr) &&
+	    !sc->waiting) {
+		struct rdps_wire_hdr h;
+
+		memcpy(&h, sc->rx, sizeof(h));
+		if (sc->rx_len < sizeof(h) + h.len && (sc->hello || tcp_handshake_frame(&h)))
+			ret = frame_room(w, sc, &h);
+	}
+	if (!ret && !sc->rx_len)
+		buf_emptied(w, sc, TCP_BUDGET_RX);
 	return ret;
 }
 
@@ -292,14 +554,26 @@ int sconn_read(struct tcp_worker *w, struct tcp_sconn *sc)
 {
 	for (int rounds = 0; rounds < 16; rounds++) {
 		/* Before admission, no more than the handshake needs. */
-		size_t chunk = sc->hello ? TCP_RX_CHUNK : TCP_RX_HANDSHAKE;
+		size_t room, chunk = sc->hello ? TCP_RX_CHUNK : TCP_RX_HANDSHAKE;
 		ssize_t n;
 		int ret;
 
-		if (rdps_reserve((void **)&sc->rx, &sc->rx_cap, sc->rx_len + chunk))
-			return -ENOMEM;
-		n = recv(sc->fd, sc->rx + sc->rx_len, sc->hello ? sc->rx_cap - sc->rx_len : chunk,
-			 MSG_DONTWAIT);
+		if (sc->waiting || sc->closing)
+			return 0;
+		/* Read ahead a chunk if the budget has room; else into what
+		 * the buffer has (a frame's room was made when its header came). */
+		ret = buf_grow(w, sc, TCP_BUDGET_RX, sc->rx_len + chunk,
+			       sc->hello ? TCP_TAKE_HARD : TCP_TAKE_FORCE);
+		if (ret && ret != -ENOBUFS && ret != -E2BIG)
+			return ret;
+		room = sc->rx_cap - sc->rx_len;
+		if (!sc->hello && room > chunk)
+			room = chunk;
+		if (!room) {
+			pause_for(w, sc, TCP_BUDGET_RX, chunk);
+			return sconn_update(w, sc);
+		}
+		n = recv(sc->fd, sc->rx + sc->rx_len, room, MSG_DONTWAIT);
 		if (n == 0) {
 			if (sc->rx_len)
 				rdps_warn("server %u: client %s disconnected mid-frame (%zu bytes of a frame received)",
@@ -312,8 +586,11 @@ int sconn_read(struct tcp_worker *w, struct tcp_sconn *sc)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN)
+			if (errno == EAGAIN) {
+				if (!sc->rx_len)
+					buf_emptied(w, sc, TCP_BUDGET_RX);
 				return 0;
+			}
 			rdps_warn("server %u: client %s: %s", w->ts->p.server_id, sc->peer,
 				  strerror(errno));
 			return -errno;
@@ -322,15 +599,16 @@ int sconn_read(struct tcp_worker *w, struct tcp_sconn *sc)
 		ret = sconn_process(w, sc);
 		if (ret)
 			return ret;
-		if (!sconn_may_take(w, sc))
-			return 0;
+		if (!sconn_may_take(sc))
+			return sconn_update(w, sc);
 	}
 	return 0;
 }
 
 /* Makes fd (accepted at since_ns) a connection of worker w, counted in
  * w->nconns and the server's already. On failure the socket is closed. */
-int sconn_add(struct tcp_worker *w, int fd, uint64_t since_ns, const char *peer)
+int sconn_add(struct tcp_worker *w, int fd, uint64_t since_ns, const char *peer,
+	      bool loopback)
 {
 	struct epoll_event ev;
 	struct tcp_sconn *sc;
@@ -352,11 +630,13 @@ int sconn_add(struct tcp_worker *w, int fd, uint64_t since_ns, const char *peer)
 	sc = calloc(1, sizeof(*sc));
 	if (!sc)
 		goto err_close;
+	sc->owner = w;
 	sc->fd = fd;
 	sc->worker = w->index;
 	sc->slot = slot;
 	sc->gen = ++w->next_gen;
 	sc->reading = true;
+	sc->loopback = loopback;
 	sc->since_ns = since_ns;
 	sc->deadline_ns = since_ns + w->ts->handshake_ns;
 	link_init(&sc->hs);
@@ -386,12 +666,13 @@ err_close:
 	return -ENOMEM;
 }
 
-/* Serves frames sc read before it had to stop taking requests. */
+/* Serves frames sc read before it had to stop taking requests, and reads
+ * on when it waited for the request budget. */
 static int sconn_resume(struct tcp_worker *w, struct tcp_sconn *sc)
 {
 	int ret = 0;
 
-	while (!ret && sc->stalled && sconn_may_take(w, sc)) {
+	while (!ret && sc->stalled && sconn_may_take(sc)) {
 		ret = sconn_process(w, sc);
 		if (!ret)
 			ret = sconn_flush(w, sc);
@@ -399,23 +680,84 @@ static int sconn_resume(struct tcp_worker *w, struct tcp_sconn *sc)
 	return ret;
 }
 
+void tcp_close_stalled_readers(struct tcp_worker *w, uint64_t now)
+{
+	char a[32], b[32];
+
+	if (!__atomic_load_n(&w->ts->budget_waiters, __ATOMIC_RELAXED) ||
+	    now - w->stall_scan_ns < TCP_LOG_EVERY_NS)
+		return;
+	w->stall_scan_ns = now;
+	for (uint32_t i = 0; i < w->nslots; i++) {
+		struct tcp_sconn *sc = w->conns[i];
+
+		if (!sc || sc->tx_len == sc->tx_off || now - sc->tx_moved_ns < w->ts->tx_stall_ns)
+			continue;
+		rdps_warn("server %u: client %s left %s of replies unread for %.0f s while other "
+			  "clients wait for room in %s (%s); closing its connection",
+			  w->ts->p.server_id, sc->peer,
+			  rdps_bytes_str(sc->tx_len - sc->tx_off, a, sizeof(a)),
+			  (now - sc->tx_moved_ns) / 1e9, w->ts->budget[TCP_BUDGET_TX].flag,
+			  rdps_bytes_str(w->ts->budget[TCP_BUDGET_TX].limit, b, sizeof(b)));
+		sconn_close(w, sc);
+	}
+}
+
+/* Retries sc, which waited for room in budget kind. */
+static int retry_paused(struct tcp_worker *w, struct tcp_sconn *sc, int kind)
+{
+	int ret;
+
+	unpause(w, sc);
+	if (kind == TCP_BUDGET_TX) {
+		sc->stalled = true;
+		return sconn_resume(w, sc);
+	}
+	ret = sconn_process(w, sc); /* makes the frame's room */
+	if (!ret && !sc->waiting)
+		ret = sconn_update(w, sc); /* reads again */
+	return ret;
+}
+
 /*
- * What no event will announce: connections the reply budget stopped,
- * resumed in the order they stopped while the budget lasts (one that
- * stops again goes to the back), and the ready queue (frames read before a
- * pause at TCP_TX_HIGH, connections to close).
+ * What no event will announce: connections waiting for a budget, retried
+ * in the order they stopped (one that still does not fit goes to the back):
+ * first those whose clients read every reply while they waited (the room
+ * is theirs: a client that reads goes on), then those with no reply unsent,
+ * then the others (a client that does not read waits); and the ready queue
+ * (frames read before a pause at TCP_TX_HIGH, connections to close).
  */
 void tcp_serve_waiting(struct tcp_worker *w)
 {
-	while (!over_budget(w) && link_queued(&w->paused)) {
-		struct tcp_sconn *sc = container_of(w->paused.next, struct tcp_sconn, paused);
-		int ret;
+	__atomic_store_n(&w->budget_wake, false, __ATOMIC_RELAXED);
+	for (int kind = 0; kind < 2; kind++) {
+		for (int pass = 0; pass < 3; pass++) {
+			struct tcp_link *l = w->paused[kind].next, *end = &w->paused[kind];
 
-		link_remove(&sc->paused);
-		ret = sconn_update(w, sc); /* reads again */
-		if (!ret)
-			ret = sconn_resume(w, sc);
-		sconn_settle(w, sc, ret);
+			/* Entries retried go to the back: stop at the last one
+			 * queued before this pass. */
+			end = end->prev;
+			while (l != &w->paused[kind]) {
+				struct tcp_sconn *sc = container_of(l, struct tcp_sconn, paused);
+				bool last = l == end;
+
+				l = l->next;
+				int rank = sc->drained ? 0 : sc->tx_len > sc->tx_off ? 2 : 1;
+
+				if (rank == pass) {
+					int ret, rounds = 0;
+
+					/* One whose replies drained again as it went on
+					 * goes on again, before others take its room. */
+					do
+						ret = retry_paused(w, sc, kind);
+					while (!ret && sc->waiting && sc->drained && ++rounds < 64);
+					sconn_settle(w, sc, ret);
+				}
+				if (last)
+					break;
+			}
+		}
 	}
 	while (link_queued(&w->ready)) {
 		struct tcp_sconn *sc = container_of(w->ready.next, struct tcp_sconn, ready);

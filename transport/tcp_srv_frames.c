@@ -28,6 +28,77 @@
 #include "tcp_srv.h"
 #include "wire.h"
 
+uint32_t tcp_frame_max_len(const struct tcp_sconn *sc, const struct rdps_wire_hdr *h)
+{
+	if (h->type == RDPS_WIRE_AUTH)
+		return RDPS_MAC_LEN;
+	return rdps_wire_request_max(h->type, sc->observer && h->type != RDPS_REQ_HELLO);
+}
+
+/* An error reply, at most: what every request may get instead. */
+#define ERROR_REPLY (sizeof(struct rdps_wire_hdr) + RDPS_WIRE_ERRMSG_MAX)
+
+size_t tcp_frame_reply_bound(struct tcp_server *ts, const struct rdps_wire_hdr *h,
+			     const uint8_t *payload)
+{
+	const size_t hdr = sizeof(struct rdps_wire_hdr);
+	size_t bound = 0;
+
+	switch (h->type) {
+	case RDPS_REQ_HELLO: /* the welcome (its table list), or a challenge */
+		bound = hdr + rdps_wire_welcome_size(RDPS_MAX_TABLES);
+		break;
+	case RDPS_WIRE_AUTH:
+		bound = hdr + rdps_wire_welcome_size(RDPS_MAX_TABLES);
+		break;
+	case RDPS_WIRE_BIND:
+		bound = hdr + RDPS_WIRE_BIND_MAX;
+		break;
+	case RDPS_REQ_PULL: {
+		struct rdps_wire_rows rows;
+		uint32_t nregions = __atomic_load_n(&ts->nregions, __ATOMIC_ACQUIRE);
+
+		if (h->len < sizeof(rows))
+			break;
+		memcpy(&rows, payload, sizeof(rows));
+		if (rows.table < nregions) {
+			uint64_t bytes = (uint64_t)rows.n *
+					 __atomic_load_n(&ts->regions[rows.table].desc.dim,
+							 __ATOMIC_ACQUIRE) * 4;
+
+			/* A larger one is refused (a small error reply). */
+			if (bytes <= RDPS_WIRE_MAX_FRAME)
+				bound = hdr + (size_t)bytes;
+		}
+		break;
+	}
+	case RDPS_REQ_SAMPLE: {
+		struct rdps_sample_req sr;
+		char why[8];
+
+		if (rdps_wire_check_sample(payload, h->len, why, sizeof(why)))
+			break;
+		memcpy(&sr, payload, sizeof(sr));
+		bound = hdr + rdps_sample_reply_bound(sr.n, sr.fanout);
+		break;
+	}
+	case RDPS_REQ_STATS:
+		bound = hdr + sizeof(struct rdps_server_stats);
+		break;
+	case RDPS_REQ_TABLE:
+		bound = hdr + sizeof(struct rdps_table_desc);
+		break;
+	case RDPS_REQ_BARRIER:
+	case RDPS_REQ_ALLREDUCE:
+	case RDPS_REQ_CHECKPOINT: /* answered later: held until then */
+		bound = TCP_DEFERRED_REPLY;
+		break;
+	default:
+		break;
+	}
+	return bound > ERROR_REPLY ? bound : ERROR_REPLY;
+}
+
 /* One complete frame (header checked). Returns -errno only for fatal
  * per-connection errors (the connection is then closed). */
 int tcp_handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
@@ -38,6 +109,7 @@ int tcp_handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 		.type = h->type, .client_id = sc->client_id,
 		.num_clients = sc->num_clients, .observer = sc->observer,
 		.peer = sc->peer, .token = tcp_make_token(sc), .errmsg = why, .errlen = sizeof(why),
+		.admin = sc->authenticated || sc->loopback,
 	};
 	struct rdps_server_stats st;
 	struct rdps_table_desc desc;
@@ -157,8 +229,10 @@ int tcp_handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 	}
 
 	ret = ts->p.handle(ts->p.ctx, &req);
-	if (ret == RDPS_REPLY_DEFERRED)
+	if (ret == RDPS_REPLY_DEFERRED) {
+		sc->deferred++; /* its reply's bytes stay held (tcp_frame_reply_bound) */
 		return 0;
+	}
 	if (ret < 0) {
 		sc->tx_len = tx_mark; /* drop a reserved pull reply */
 		if (!why[0])

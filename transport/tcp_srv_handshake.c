@@ -64,6 +64,7 @@ static int admit(struct tcp_server *ts, struct tcp_sconn *sc, bool authenticated
 	req.client_id = hello->client_id;
 	req.num_clients = hello->num_clients;
 	req.observer = hello->flags & RDPS_HELLO_OBSERVER;
+	req.admin = authenticated || sc->loopback;
 	req.pushed_rows = hello->pushed_rows;
 	ret = ts->p.handle(ts->p.ctx, &req);
 	if (ret < 0) {
@@ -76,6 +77,7 @@ static int admit(struct tcp_server *ts, struct tcp_sconn *sc, bool authenticated
 		return ret;
 	sc->hello = true;
 	sc->observer = req.observer;
+	sc->authenticated = authenticated;
 	sc->client_id = hello->client_id;
 	sc->num_clients = hello->num_clients;
 	/* The tables as they are now (clients may have made some). */
@@ -132,8 +134,24 @@ int tcp_handle_hello(struct tcp_server *ts, struct tcp_sconn *sc,
 		sc->closing = true;
 		return 0;
 	}
-	if (!ts->p.secret || !ts->p.secret->len)
+	if (!ts->p.secret || !ts->p.secret->len) {
+		/* Protected mode: without a secret, nothing tells a job's
+		 * process from anyone who reaches the port, so only peers on
+		 * this machine are served unless the operator said otherwise. */
+		if (!sc->loopback && !ts->p.allow_unauthenticated) {
+			snprintf(why, sizeof(why), "server %u has no secret, so it serves only "
+				 "clients on its own machine (protected mode): give the job a "
+				 "secret (--secret-file or $RDPS_SECRET on every process; rdps "
+				 "launch makes one), or start the server with "
+				 "--allow-unauthenticated", ts->p.server_id);
+			if (ts->base.stats)
+				RDPS_STAT_ADD(ts->base.stats->auth_failures, 1);
+			tcp_refuse(ts, sc, RDPS_REQ_HELLO, -EACCES, why);
+			sc->closing = true;
+			return 0;
+		}
 		return admit(ts, sc, false);
+	}
 	/* Nothing about the job leaves before the client proves the secret. */
 	ret = rdps_random_bytes(sc->server_nonce, sizeof(sc->server_nonce));
 	if (ret)

@@ -22,6 +22,7 @@ static void verbs_query(uint32_t num_clients, struct rdps_transport_info *out)
 		.server_pinned_bytes = slots * VERBS_MSG_SIZE,
 		.conn_pinned_bytes = VERBS_BOUNCE + (size_t)VERBS_SEND_SLOTS * VERBS_MSG_SIZE,
 		.one_sided_pulls = true,
+		.pins_tables = true,
 	};
 }
 
