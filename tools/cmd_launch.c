@@ -516,8 +516,8 @@ int rdps_launch_main(int argc, char **argv, rdps_launch_line_fn on_line, void *l
 					  .train_args = L.train_args, .num_train_args = L.num_train_args,
 					  .server_args = L.server_args.v, .num_server_args = L.server_args.n,
 					  .layout = &L.layout, .exec = exec, .transport = transport };
-	if (!L.print_layout && rdps_launch_job_secret(&L)) {
-		rc = 1;
+	if (!L.print_layout && (rc = rdps_launch_job_secret(&L))) {
+		rc = rc == -EINVAL ? 2 : 1;
 	} else if (L.print_layout) {
 		print_layout(&L);
 		rc = 0;

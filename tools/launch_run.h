@@ -110,7 +110,9 @@ int rdps_launch_check_ports(const struct rdps_launch *L, long machine);
  * handed (mpirun -x, srun's exported environment, the ssh backend's control
  * stream): never on a command line. With --role-from-env nothing is
  * generated (the ranks would disagree): a rank without a secret says so.
- * Returns 0 or -errno (said why).
+ * With --machine M of a multi-machine job (the others started separately)
+ * the user's secret is required: -EINVAL, said why, unless the servers
+ * get --allow-unauthenticated. Returns 0 or -errno (said why).
  */
 int rdps_launch_job_secret(struct rdps_launch *L);
 

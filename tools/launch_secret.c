@@ -49,6 +49,23 @@ int rdps_launch_job_secret(struct rdps_launch *L)
 			"deploy/k8s/rdps-job.yaml)\n", L->ssh_remote ? "--ssh-remote" : "--role-from-env");
 		return 0;
 	}
+	if (L->machine >= 0 && L->layout.num_machines > 1) {
+		/* One machine of a job whose others are started separately
+		 * (by hand, by another tool): a secret made here would be
+		 * this machine's alone. */
+		for (int i = 0; i < L->server_args.n; i++)
+			if (!strcmp(L->server_args.v[i], "--allow-unauthenticated")) {
+				L->secret_source = "none";
+				return 0;
+			}
+		fprintf(stderr, "rdps launch: --machine %ld runs one machine of a %u-machine job whose "
+			"other machines are started separately, so they cannot share a secret made "
+			"here: give every machine's launcher the same one, RDPS_SECRET in its "
+			"environment (e.g. from 'openssl rand -hex 32') or --secret-file F in the train "
+			"arguments (--server_arg=--allow-unauthenticated: a job without authentication); "
+			"nothing was started\n", L->machine, L->layout.num_machines);
+		return -EINVAL;
+	}
 	ret = rdps_random_bytes(raw, sizeof(raw));
 	if (ret) {
 		fprintf(stderr, "rdps launch: cannot make the job's secret (getrandom: %s)\n",

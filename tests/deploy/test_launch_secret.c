@@ -224,3 +224,32 @@ Test(launch_secret, a_secret_file_is_the_jobs_and_the_servers)
 	free(text);
 	free(file);
 }
+
+/* --machine M of a job whose machines are launched separately: a secret
+ * made by one launcher would be its machine's alone, so the user's is
+ * required (the softroce launch test gives both guests one). */
+Test(launch_secret, one_machine_of_many_needs_the_users_secret)
+{
+	char *two = rdps_test_write(dir, "two.txt", "127.0.0.1 30050 1\n127.0.0.2 30050 1\n"), *text, *log;
+	char *argv[] = { RDPS_BIN, "launch", "--machine", "1", "--ip_config", two, "--dry_run", "--",
+			 "--data", data, "--partition", part, NULL };
+	pid_t pid;
+	int st;
+
+	log = path("machine.log");
+	pid = rdps_test_spawn(argv, log);
+	cr_assert_eq(rdps_test_wait(pid, 60000, &st), 0);
+	text = rdps_test_slurp(log);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "status 0x%x:\n%s", st, text);
+	cr_expect(strstr(text, "--machine 1 runs one machine of a 2-machine job") &&
+		  strstr(text, "RDPS_SECRET") && strstr(text, "nothing was started"), "%s", text);
+	cr_expect(!strstr(text, "trainer 1: "), "%s", text);
+	free(text);
+	free(log);
+	setenv("RDPS_SECRET", "the-same-on-every-machine-0123456789", 1);
+	text = dry_run(argv, "machine2.log");
+	unsetenv("RDPS_SECRET");
+	cr_expect(strstr(text, "trainer 1: ") && strstr(text, "the job's secret is RDPS_SECRET"), "%s", text);
+	free(text);
+	free(two);
+}
