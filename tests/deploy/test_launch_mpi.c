@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // ctest-labels: deploy
+// ctest-timeout: 900
 // needs-rdps-tool
 /*
  * Multi-host on one machine: three network namespaces (two server hosts,
@@ -10,11 +11,12 @@
  * same test MRR as the same job under rdps launch --backend local.
  *
  * Tolerance: two asynchronous trainers interleave their pushes differently
- * on every run, so no two runs are bit-identical, local or not. Three local
- * runs of this job gave MRR 0.2962..0.2980 (spread 0.002); the check allows
- * 0.01, five times that, while an untrained model scores ~0.0003 and
- * 250 steps instead of 1000 give ~0.016: a job that lost a trainer, or
- * whose trainers and servers disagree on the partition, is far outside.
+ * on every run, so no two runs are bit-identical, local or not, and a loaded
+ * machine spreads them more. The mpirun job's MRR must lie within max(4 sd,
+ * 0.02) of the mean of three local runs, while an untrained model scores
+ * ~0.0003 and 250 steps instead of 1000 give ~0.016: a job that lost a
+ * trainer, or whose trainers and servers disagree on the partition, is far
+ * outside.
  *
  * Needs root (netns) and mpirun (openmpi-bin); skips otherwise.
  */
@@ -115,7 +117,9 @@ static void teardown(void)
 	free(netns_log);
 }
 
-TestSuite(launch_mpi, .init = setup, .fini = teardown, .timeout = 240);
+TestSuite(launch_mpi, .init = setup, .fini = teardown, .timeout = 800);
+
+#define LOCAL_RUNS 3
 
 #define TRAIN_ARGS                                                                                  \
 	"--", "--data", data, "--partition", part, "--model_name", "TransE_l2", "--hidden_dim", "100", \
@@ -145,9 +149,9 @@ static bool have_tool(const char *name)
 
 Test(launch_mpi, three_namespaces_match_the_local_launch)
 {
-	char *local_log = path("local.log"), *mpi_log = path("mpi.log"), *text;
+	char *mpi_log = path("mpi.log"), *text;
 	char *local_ipc, *ipc, *wrapper, buf[512], thost[32], mpi_hosts[] = "localhost";
-	double local_mrr, mpi_mrr;
+	double local_mrr[LOCAL_RUNS], mean = 0, sd = 0, tol, mpi_mrr;
 	int port = rdps_test_free_ports(2), st;
 	pid_t pid;
 
@@ -157,15 +161,22 @@ Test(launch_mpi, three_namespaces_match_the_local_launch)
 	/* The local job: one machine with both servers, two trainers. */
 	snprintf(buf, sizeof(buf), "127.0.0.1 %d 2\n", port);
 	local_ipc = rdps_test_write(dir, "local_ip_config.txt", buf);
-	{
+	for (int r = 0; r < LOCAL_RUNS; r++) {
 		char *argv[] = { RDPS_BIN, "launch", "--backend", "local", "--ip_config", local_ipc,
-				 "--num_client_proc", "2", TRAIN_ARGS, NULL };
+				 "--num_client_proc", "2", TRAIN_ARGS, NULL }, name[32], *local_log;
 
+		snprintf(name, sizeof(name), "local%d.log", r);
+		local_log = path(name);
 		pid = rdps_test_spawn(argv, local_log);
-		cr_assert_eq(rdps_test_wait(pid, 100000, &st), 0, "the local job did not finish in 100 s");
-		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "local job failed; see %s", local_log);
+		cr_assert_eq(rdps_test_wait(pid, 300000, &st), 0, "local run %d did not finish in 300 s", r);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "local run %d failed; see %s", r, local_log);
+		local_mrr[r] = mrr_of(local_log);
+		mean += local_mrr[r] / LOCAL_RUNS;
+		free(local_log);
 	}
-	local_mrr = mrr_of(local_log);
+	for (int r = 0; r < LOCAL_RUNS; r++)
+		sd += (local_mrr[r] - mean) * (local_mrr[r] - mean) / (LOCAL_RUNS - 1);
+	sd = sqrt(sd);
 
 	/* The same job over three hosts: servers on 10.231.N.1 and .2, both
 	 * trainers on .3 (rdps launch --print-layout: ranks 0, 1 servers,
@@ -188,7 +199,7 @@ Test(launch_mpi, three_namespaces_match_the_local_launch)
 				 "--mpi_arg=--oversubscribe", "--wrapper", wrapper, TRAIN_ARGS, NULL };
 
 		pid = rdps_test_spawn(argv, mpi_log);
-		cr_assert_eq(rdps_test_wait(pid, 100000, &st), 0, "mpirun did not finish in 100 s");
+		cr_assert_eq(rdps_test_wait(pid, 300000, &st), 0, "mpirun did not finish in 300 s");
 		text = rdps_test_slurp(mpi_log);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the mpirun job failed (status 0x%x):\n%s", st, text);
 	}
@@ -201,13 +212,13 @@ Test(launch_mpi, three_namespaces_match_the_local_launch)
 	cr_expect(strstr(text, buf), "%s", text);
 	cr_expect(strstr(text, "Open MPI rank 3 (local rank 3) is trainer 1 on machine 2"), "%s", text);
 	mpi_mrr = mrr_of(mpi_log);
-	cr_log_info("test MRR: local %.4f, mpirun over 3 namespaces %.4f", local_mrr, mpi_mrr);
-	cr_expect_gt(local_mrr, 0.1, "the job did not learn");
-	/* Two async runs of this short job differ by up to ~0.015 (trainer
-	 * interleaving); issue 5 allows distributed runs 0.02 from standalone. */
-	cr_expect_lt(fabs(mpi_mrr - local_mrr), 0.02, "local %.4f, mpi %.4f", local_mrr, mpi_mrr);
+	tol = fmax(4 * sd, 0.02);
+	cr_log_info("test MRR: local %.4f %.4f %.4f (mean %.4f, sd %.4f); mpirun over 3 namespaces %.4f, "
+		    "off by %.4f, tolerance %.4f", local_mrr[0], local_mrr[1], local_mrr[2], mean, sd, mpi_mrr,
+		    fabs(mpi_mrr - mean), tol);
+	cr_expect_gt(mean, 0.1, "the job did not learn");
+	cr_expect_leq(fabs(mpi_mrr - mean), tol, "local %.4f +- %.4f, mpi %.4f", mean, tol, mpi_mrr);
 	free(text);
-	free(local_log);
 	free(mpi_log);
 	free(local_ipc);
 	free(ipc);
