@@ -599,9 +599,8 @@ static void remove_stale_dirs(void)
 		struct stat st;
 		DIR *sub;
 
-		if (pid <= 0 || *end != '-' || (kill((pid_t)pid, 0) && errno != ESRCH) ||
-		    !kill((pid_t)pid, 0))
-			continue;
+		if (pid <= 0 || *end != '-' || !(kill((pid_t)pid, 0) && errno == ESRCH))
+			continue; /* not one, or its launcher is still there */
 		snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
 		if (lstat(path, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
 			continue;
@@ -622,7 +621,6 @@ static void remove_stale_dirs(void)
 	if (d)
 		closedir(d);
 }
-
 
 static bool is_this_host(const char *addr)
 {
