@@ -268,8 +268,8 @@ TestSuite(dglke_dist, .init = setup, .fini = teardown, .timeout = 900);
 		"--batch_size_eval", "16", "--test", "-adv", "--regularization_coef", "1.00E-07",       \
 		"--no_save_emb", "--num_thread", "1", "--transport", "tcp", "--grace", "5"
 
-/* Runs argv in the launcher's namespace (ip netns exec), output to log. */
-static pid_t spawn_in_launcher_ns(char **argv, int argc, const char *log)
+/* Runs argv in namespace i (ip netns exec), output to log. */
+static pid_t spawn_in_ns(int i, char **argv, int argc, const char *log)
 {
 	char **full = calloc((size_t)argc + 8, sizeof(*full));
 	int k = 0;
@@ -279,9 +279,9 @@ static pid_t spawn_in_launcher_ns(char **argv, int argc, const char *log)
 	full[k++] = ip_bin;
 	full[k++] = "netns";
 	full[k++] = "exec";
-	full[k++] = ns[2];
-	for (int i = 0; i < argc; i++)
-		full[k++] = argv[i];
+	full[k++] = ns[i];
+	for (int a = 0; a < argc; a++)
+		full[k++] = argv[a];
 	full[k] = NULL;
 	pid = rdps_test_spawn(full, log);
 	free(full);
@@ -337,7 +337,7 @@ Test(dglke_dist, the_tutorial_lines_run_over_ssh_as_they_train_here)
 		char *argv[] = { DIST_TRAIN_LINE(ipc, key, "300"), SSH_OPTS, NULL };
 
 		log = path("ssh.log");
-		pid = spawn_in_launcher_ns(argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
+		pid = spawn_in_ns(2, argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
 		cr_assert_eq(rdps_test_wait(pid, 300000, &st), 0, "the ssh job did not finish in 300 s");
 		text = rdps_test_slurp(log);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the ssh job failed (status 0x%x):\n%s",
@@ -383,7 +383,7 @@ Test(dglke_dist, a_machine_without_sshd_or_a_refused_key_starts_nothing)
 		char *argv[] = { DIST_TRAIN_LINE(ipc, wrong_key, "100000"), SSH_OPTS, NULL };
 
 		log = path("wrong_key.log");
-		pid = spawn_in_launcher_ns(argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
+		pid = spawn_in_ns(2, argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
 		cr_assert_eq(rdps_test_wait(pid, 180000, &st), 0, "did not finish in 180 s");
 		text = rdps_test_slurp(log);
 		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status 0x%x:\n%s", st, text);
@@ -406,7 +406,7 @@ Test(dglke_dist, a_machine_without_sshd_or_a_refused_key_starts_nothing)
 
 		log = path("sshd_down.log");
 		t0 = rdps_now_ns();
-		pid = spawn_in_launcher_ns(argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
+		pid = spawn_in_ns(2, argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
 		cr_assert_eq(rdps_test_wait(pid, 180000, &st), 0, "did not finish in 180 s");
 		text = rdps_test_slurp(log);
 		cr_log_info("sshd down: refused after %.2f s", (double)(rdps_now_ns() - t0) / 1e9);
@@ -434,7 +434,7 @@ static pid_t start_long_job(const char *log, char **text)
 	pid_t pid;
 
 	snprintf(ssh_known, sizeof(ssh_known), "--ssh_arg=-oUserKnownHostsFile=%s", known_hosts);
-	pid = spawn_in_launcher_ns(argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
+	pid = spawn_in_ns(2, argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
 	cr_assert_gt(pid, 0);
 	snprintf(want, sizeof(want), "[%s trainer 1] step ", host[1]);
 	free(rdps_test_wait_log(log, want, 240000));
@@ -496,5 +496,32 @@ Test(dglke_dist, killing_the_launcher_leaves_nothing_on_any_machine)
 	cr_assert_eq(rdps_test_wait(launcher, 10000, &st), 0);
 	/* --grace 5: the machines stop their processes within it, SIGKILL after. */
 	expect_nothing_left(60000);
+	free(log);
+}
+
+/* DGL-KE's tutorial runs the launcher on machine 0: that machine's
+ * processes are forked (no ssh to itself), machine 1's go over ssh. */
+Test(dglke_dist, the_launcher_on_machine_0_forks_its_own_and_reaches_the_other_over_ssh)
+{
+	char ssh_known[PATH_MAX + 48], want[160], *log = path("on_machine0.log"), *text;
+	char *argv[] = { DIST_TRAIN_LINE(ipc, key, "100"), SSH_OPTS, NULL };
+	pid_t pid;
+	int st;
+
+	snprintf(ssh_known, sizeof(ssh_known), "--ssh_arg=-oUserKnownHostsFile=%s", known_hosts);
+	pid = spawn_in_ns(0, argv, (int)(sizeof(argv) / sizeof(argv[0])) - 1, log);
+	cr_assert_eq(rdps_test_wait(pid, 300000, &st), 0, "the job did not finish in 300 s");
+	text = rdps_test_slurp(log);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x:\n%s", st, text);
+	snprintf(want, sizeof(want), "rdps launch: machine 0 (%s) (pid ", host[0]);
+	cr_expect(strstr(text, want) && strstr(strstr(text, want), "): " RDPS_BIN " launch --ssh-remote"),
+		  "machine 0 was not forked here:\n%s", text);
+	snprintf(want, sizeof(want), "rdps launch: machine 1 (%s) (pid ", host[1]);
+	cr_expect(strstr(text, want) && strstr(strstr(text, want), "): ssh -o BatchMode=yes"),
+		  "machine 1 did not go over ssh:\n%s", text);
+	cr_expect(strstr(text, "\n-------------- Test result --------------\nTest average MRR : "), "%s", text);
+	cr_expect(strstr(text, "\nserver 1: solved message count: "), "%s", text);
+	free(text);
+	expect_nothing_left(30000);
 	free(log);
 }
