@@ -418,6 +418,11 @@ int rdps_launch_main(int argc, char **argv, rdps_launch_line_fn on_line, void *l
 			"--mpi_arg=-wdir --mpi_arg=DIR; srun: --srun_arg=--chdir=DIR)\n");
 		goto out;
 	}
+	if (L.machine >= 0 && !strcmp(L.backend, "ssh") && !L.ssh_remote) {
+		fprintf(stderr, "rdps launch: --machine M is for one host of a job started on each "
+			"host (--backend local); --backend ssh starts every machine itself\n");
+		goto out;
+	}
 	if (L.remote_check && !L.ssh_remote) {
 		fprintf(stderr, "rdps launch: --remote-check goes with --ssh-remote\n");
 		goto out;
