@@ -288,19 +288,9 @@ static pid_t spawn_in_ns(int i, char **argv, int argc, const char *log)
 	return pid;
 }
 
-/* "Test average MRR : x" at the start of a line of log (dist_train's
- * summary). */
-static double mrr_of(const char *log)
-{
-	char *text = rdps_test_slurp(log);
-	const char *p = text ? strstr(text, "\nTest average MRR : ") : NULL;
-	double v;
-
-	cr_assert(p, "no test MRR in %s:\n%s", log, text ? text : "(missing)");
-	v = atof(p + strlen("\nTest average MRR : "));
-	free(text);
-	return v;
-}
+/* dist_train's summary line (at the start of a line: not the prefixed
+ * copy trainer 0's own output makes). */
+#define SUMMARY_MRR "\nTest average MRR : "
 
 #define SSH_OPTS "--ssh_arg=-Fnone", ssh_known
 
@@ -325,7 +315,7 @@ Test(dglke_dist, the_tutorial_lines_run_over_ssh_as_they_train_here)
 		cr_assert_eq(rdps_test_wait(pid, 300000, &st), 0, "run %d here did not finish in 300 s", r);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "run %d here failed:\n%s", r,
 			  rdps_test_slurp(log));
-		ref[r] = mrr_of(log);
+		ref[r] = rdps_test_log_number(log, SUMMARY_MRR);
 		mean += ref[r] / REF_RUNS;
 		free(log);
 	}
@@ -357,7 +347,7 @@ Test(dglke_dist, the_tutorial_lines_run_over_ssh_as_they_train_here)
 	cr_expect(strstr(text, "\nserver 0: solved message count: "), "%s", text);
 	cr_expect(strstr(text, "\nserver 1: solved message count: "), "%s", text);
 	free(text);
-	mrr = mrr_of(log);
+	mrr = rdps_test_log_number(log, SUMMARY_MRR);
 	tol = fmax(4 * sd, 0.02);
 	cr_log_info("test MRR: here %.4f %.4f %.4f %.4f (mean %.4f, sd %.4f); over ssh %.4f, off by "
 		    "%.4f, tolerance %.4f", ref[0], ref[1], ref[2], ref[3], mean, sd, mrr,

@@ -126,19 +126,6 @@ TestSuite(launch_mpi, .init = setup, .fini = teardown, .timeout = 800);
 		"--gamma", "6", "--lr", "0.1", "--batch_size", "1024", "--neg_sample_size", "64", "-adv", \
 		"-rc", "1e-7", "--max_step", "1000", "--log_interval", "0", "--test", "--transport", "tcp"
 
-/* "Test average MRR : x" of trainer 0 in a log; fails if absent. */
-static double mrr_of(const char *log)
-{
-	char *text = rdps_test_slurp(log);
-	const char *p = text ? strstr(text, "Test average MRR : ") : NULL;
-	double v;
-
-	cr_assert(p, "no test MRR in %s:\n%s", log, text ? text : "(missing)");
-	v = atof(p + strlen("Test average MRR : "));
-	free(text);
-	return v;
-}
-
 static bool have_tool(const char *name)
 {
 	char cmd[128];
@@ -170,7 +157,7 @@ Test(launch_mpi, three_namespaces_match_the_local_launch)
 		pid = rdps_test_spawn(argv, local_log);
 		cr_assert_eq(rdps_test_wait(pid, 300000, &st), 0, "local run %d did not finish in 300 s", r);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "local run %d failed; see %s", r, local_log);
-		local_mrr[r] = mrr_of(local_log);
+		local_mrr[r] = rdps_test_log_number(local_log, "Test average MRR : ");
 		mean += local_mrr[r] / LOCAL_RUNS;
 		free(local_log);
 	}
@@ -211,7 +198,7 @@ Test(launch_mpi, three_namespaces_match_the_local_launch)
 	snprintf(buf, sizeof(buf), "listening on 10.231.%d.2:30050", subnet);
 	cr_expect(strstr(text, buf), "%s", text);
 	cr_expect(strstr(text, "Open MPI rank 3 (local rank 3) is trainer 1 on machine 2"), "%s", text);
-	mpi_mrr = mrr_of(mpi_log);
+	mpi_mrr = rdps_test_log_number(mpi_log, "Test average MRR : ");
 	tol = fmax(4 * sd, 0.02);
 	cr_log_info("test MRR: local %.4f %.4f %.4f (mean %.4f, sd %.4f); mpirun over 3 namespaces %.4f, "
 		    "off by %.4f, tolerance %.4f", local_mrr[0], local_mrr[1], local_mrr[2], mean, sd, mpi_mrr,

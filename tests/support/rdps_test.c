@@ -286,3 +286,15 @@ int rdps_test_sh(const char *log, const char *fmt, ...)
 	st = system(full);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
+
+double rdps_test_log_number(const char *log, const char *key)
+{
+	char *text = rdps_test_slurp(log);
+	const char *p = text ? strstr(text, key) : NULL;
+	double v;
+
+	cr_assert(p, "no '%s' in %s:\n%s", key, log, text ? text : "(missing)");
+	v = atof(p + strlen(key));
+	free(text);
+	return v;
+}
