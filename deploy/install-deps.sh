@@ -13,7 +13,7 @@ PKGS="build-essential cmake ninja-build pkg-config git
 libcriterion-dev liburing-dev libmetis-dev libjansson-dev libxxhash-dev libssl-dev
 libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest
 libfabric-dev libfabric-bin
-iproute2 procps psmisc kmod cpio python3
+iproute2 procps psmisc kmod cpio python3 openssh-client openssh-server
 spin
 wordnet-base
 qemu-system-x86 busybox-static linux-image-amd64

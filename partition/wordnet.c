@@ -35,6 +35,25 @@ static const struct {
 };
 #define NREL RDPS_ARRAY_SIZE(wn_rel)
 
+/* WN18RR (Dettmers et al., 2018, "Convolutional 2D Knowledge Graph
+ * Embeddings") drops these: each is the inverse of a kept relation
+ * (_hypernym, _instance_hypernym, _member_meronym, _has_part,
+ * _synset_domain_topic_of, _member_of_domain_region,
+ * _member_of_domain_usage), so WN18's test triples could be read off their
+ * train inverses. */
+static const char *const wn18rr_dropped[] = {
+	"_hyponym", "_instance_hyponym", "_member_holonym", "_part_of",
+	"_member_of_domain_topic", "_synset_domain_region_of", "_synset_domain_usage_of",
+};
+
+static bool wn18rr_drops(size_t r)
+{
+	for (size_t i = 0; i < RDPS_ARRAY_SIZE(wn18rr_dropped); i++)
+		if (!strcmp(wn_rel[r].name, wn18rr_dropped[i]))
+			return true;
+	return false;
+}
+
 static const struct {
 	const char *file;
 	char pos;
@@ -332,10 +351,11 @@ err_free:
 
 /*
  * Marks alive[] WN18's entities (rdps_wn18_synset_bits), then drops those left
- * without a triple. The bits index synsets in file order, which only holds
- * for WordNet 3.0: other editions are refused.
+ * without a triple (of a relation keep[] allows). The bits index synsets in
+ * file order, which only holds for WordNet 3.0: other editions are refused.
  */
-static int wn18_cut(struct wn *w, const char *dir, uint8_t *alive, char *err, size_t errlen)
+static int wn18_cut(struct wn *w, const char *dir, const bool *keep, uint8_t *alive, char *err,
+		    size_t errlen)
 {
 	uint32_t nset = 0, nlinked = 0;
 
@@ -353,7 +373,7 @@ static int wn18_cut(struct wn *w, const char *dir, uint8_t *alive, char *err, si
 	for (size_t i = 0; i < w->ntrip; i++) {
 		uint32_t h = w->trip[3 * i], t = w->trip[3 * i + 2];
 
-		if (alive[h] && alive[t])
+		if (alive[h] && alive[t] && keep[w->trip[3 * i + 1]])
 			alive[h] = alive[t] = 1;
 	}
 	for (uint32_t e = 0; e < w->ent.n; e++) {
@@ -365,8 +385,8 @@ static int wn18_cut(struct wn *w, const char *dir, uint8_t *alive, char *err, si
 		return rdps_pt_fail(err, errlen, -EINVAL,
 				    "%s: %u WN18 synsets found, want %u (damaged data files?)", dir,
 				    nset, rdps_wn18_num_entities);
-	rdps_info("wordnet: WN18 cut: %u synsets, %u of them without a WN18 triple here dropped",
-		  nset, nset - nlinked);
+	rdps_info("wordnet: WN18 cut: %u synsets, %u of them without a triple of the cut's relations "
+		  "here dropped", nset, nset - nlinked);
 	return 0;
 }
 
@@ -407,6 +427,7 @@ int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 	uint32_t *newid = NULL, *relid = NULL, *ecnt = NULL, *rcnt = NULL;
 	uint8_t *alive = NULL, *where = NULL;
 	uint64_t t0 = rdps_now_ns(), seed = o->seed, want[3];
+	bool keep[NREL];
 	size_t nkeep = 0, nk = 0, u = 0;
 	FILE *f[RDPS_SPLIT_COUNT] = { NULL };
 	int ret;
@@ -467,8 +488,10 @@ int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	if (o->cut == RDPS_WORDNET_CUT_WN18)
-		ret = wn18_cut(&w, o->wordnet_dir, alive, err, errlen);
+	for (size_t r = 0; r < NREL; r++)
+		keep[r] = o->cut != RDPS_WORDNET_CUT_WN18RR || !wn18rr_drops(r);
+	if (o->cut == RDPS_WORDNET_CUT_WN18 || o->cut == RDPS_WORDNET_CUT_WN18RR)
+		ret = wn18_cut(&w, o->wordnet_dir, keep, alive, err, errlen);
 	else
 		ret = dense_core(&w, o->target_entities, alive);
 	if (ret)
@@ -495,7 +518,7 @@ int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 	for (size_t i = 0; i < w.ntrip; i++) {
 		uint32_t *t = &w.trip[3 * i];
 
-		if (alive[t[0]] && alive[t[2]]) {
+		if (alive[t[0]] && alive[t[2]] && keep[t[1]]) {
 			w.trip[3 * nkeep] = newid[t[0]];
 			w.trip[3 * nkeep + 1] = t[1];
 			w.trip[3 * nkeep + 2] = newid[t[2]];
@@ -512,7 +535,10 @@ int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 	for (size_t i = 0; i < nkeep; i++)
 		w.trip[3 * i + 1] = relid[w.trip[3 * i + 1]];
 	rdps_info("wordnet: %s: %zu entities, %u relations, %zu triples",
-		  o->cut == RDPS_WORDNET_CUT_WN18 ? "WN18 cut" : "dense core", nk, rel_out.n, nkeep);
+		  o->cut == RDPS_WORDNET_CUT_WN18	? "WN18 cut"
+		  : o->cut == RDPS_WORDNET_CUT_WN18RR ? "WN18RR cut"
+							: "dense core",
+		  nk, rel_out.n, nkeep);
 
 	/* Seeded split keeping every entity and relation in train. */
 	ecnt = calloc(nk ? nk : 1, sizeof(uint32_t));

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "commands.h"
 #include "rdps/common.h"
@@ -17,7 +18,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rdps dataset wordnet OUT [--wordnet-dir DIR] [--cut wn18|core]\n"
+		"usage: rdps dataset wordnet OUT [--wordnet-dir DIR] [--cut wn18|wn18rr|core]\n"
 		"                    [--entities N] [--valid N] [--test N] [--seed S] [--force]\n"
 		"       rdps dataset synth OUT --entities N --relations R --triples T\n"
 		"                    --communities C [--valid N] [--test N] [--noise P]\n"
@@ -40,6 +41,9 @@ static void usage(FILE *f)
 		"wordnet   WN18 from WordNet 3.0 (wordnet-base): synsets named OFFSET.POS\n"
 		"          (e.g. 00001740.n), WN18's 18 relations, seeded split (5000/5000).\n"
 		"          --cut wn18 (default): WN18's own 40,943 synsets (~151k triples);\n"
+		"          --cut wn18rr: WN18RR (Dettmers et al. 2018): the WN18 cut without\n"
+		"          the 7 relations that invert kept ones (_hyponym, _part_of, ...), 11\n"
+		"          relations, ~93k triples, split 3034/3134 by default as WN18RR's;\n"
 		"          --cut core: a dense core of --entities synsets (default 40943),\n"
 		"          for WordNet editions other than 3.0.\n"
 		"synth     community graph with learnable relation patterns, streamed\n"
@@ -421,8 +425,15 @@ int rdps_cmd_dataset(int argc, char **argv)
 			o.wordnet_dir = c.wordnet_dir;
 		if (c.cut && !strcmp(c.cut, "core")) {
 			o.cut = RDPS_WORDNET_CUT_CORE;
+		} else if (c.cut && !strcasecmp(c.cut, "wn18rr")) {
+			o.cut = RDPS_WORDNET_CUT_WN18RR;
+			/* WN18RR's published split sizes */
+			if (!c.have_valid)
+				o.num_valid = 3034;
+			if (!c.have_test)
+				o.num_test = 3134;
 		} else if (c.cut && strcmp(c.cut, "wn18")) {
-			fprintf(stderr, "rdps dataset wordnet: --cut: '%s', want wn18 or core\n", c.cut);
+			fprintf(stderr, "rdps dataset wordnet: --cut: '%s', want wn18, wn18rr or core\n", c.cut);
 			return 2;
 		}
 		if (c.have_entities && o.cut != RDPS_WORDNET_CUT_CORE) {

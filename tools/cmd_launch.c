@@ -27,7 +27,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: rdps launch [--backend local|mpi|slurm|k8s] --ip_config FILE [options] -- TRAIN_ARGS...\n"
+"usage: rdps launch [--backend local|ssh|mpi|slurm|k8s] --ip_config FILE [options] -- TRAIN_ARGS...\n"
 "       rdps launch [--backend ...] --ip_config FILE [options] --exec -- CMD [ARGS...]\n"
 "       rdps launch --role-from-env --ip_config FILE [options] -- TRAIN_ARGS...\n"
 "       rdps launch --print-layout --ip_config FILE [options]\n"
@@ -37,7 +37,7 @@ static void usage(FILE *f)
 "once: the launcher adds --ip_config, --num_trainers and --rank to each trainer,\n"
 "and gives the servers the ones they share with the trainers (--partition\n"
 "--model_name --hidden_dim --gamma --lr --optimizer --transport --ofi-provider\n"
-"--seed).\n"
+"--seed --secret-file).\n"
 "Before it starts anything it checks them once, as trainer 0 would get them,\n"
 "with 'rdps train --check-only' (options, data, partition, save path; no server\n"
 "is contacted): a bad argument stops it with the check's error.\n"
@@ -65,11 +65,31 @@ static void usage(FILE *f)
 "(trainer 0, after a last barrier), as rdps train does.\n"
 "e.g.: rdps launch --ip_config ip.txt --num_client_proc 2 --exec -- python3 train.py --epochs 3\n"
 "\n"
+"Every job has a shared secret: its servers accept only clients that prove they\n"
+"hold it (rdps server --help). It is --secret-file F of the train arguments (the\n"
+"servers get it too), else RDPS_SECRET of this environment, else 32 random bytes\n"
+"made for this job. It reaches every process in its environment (RDPS_SECRET;\n"
+"mpirun -x, srun's exported environment, the ssh backend's control stream),\n"
+"never on a command line. To reach a job's servers from outside (rdps stats,\n"
+"rdps shutdown), set RDPS_SECRET before rdps launch.\n"
+"\n"
 "backends:\n"
 "  local    fork every process here (default). One process failing, or Ctrl-C,\n"
 "           stops all of them (SIGTERM, then SIGKILL after --grace); the exit\n"
 "           status and the last line say what failed. Output lines are prefixed\n"
 "           '[server 0] ', '[trainer 1] '.\n"
+"  ssh      each machine's processes over OpenSSH (as DGL's launch.py and\n"
+"           dglke_dist_train), or forked when the machine is this host: one\n"
+"           connection per machine (BatchMode: a refused key is an error, never a\n"
+"           prompt; ControlMaster: every session reuses it), each machine checked\n"
+"           first (the connection, --workspace, its servers' ports, its first\n"
+"           trainer's 'rdps train --check-only' on its own copy of the data), then\n"
+"           supervised as the local backend: one machine failing or Ctrl-C stops\n"
+"           every machine, the exit names the process that failed there, lines are\n"
+"           prefixed '[HOST server 0] '. The secret, the RDPS_* variables, the\n"
+"           --env ones and the ip_config go in the session's stdin, not on a command\n"
+"           line; its end (the launcher stopped or killed, the connection lost)\n"
+"           stops that machine's processes: nothing outlives the launcher.\n"
 "  mpi      print and run one mpirun that starts every process as\n"
 "           'rdps launch --role-from-env': one app context per machine, on the\n"
 "           machine's host (or --mpi_hosts); no MPI library is used.\n"
@@ -105,10 +125,26 @@ static void usage(FILE *f)
 "  --transport NAME       with --exec: the servers' and trainers' transport (auto,\n"
 "                         tcp, verbs, ofi; default auto); without it, give\n"
 "                         --transport in the train arguments\n"
-"local and k8s:\n"
+"  --env NAME[=VALUE]     one more variable for every process (repeat; NAME alone:\n"
+"                         its value here). RDPS_* variables of this environment are\n"
+"                         passed by every backend anyway\n"
+"local, ssh and k8s:\n"
 "  --machine M            run only machine M's processes (one host of a multi-host job)\n"
 "  --log_dir DIR          also write each process's output to DIR/server0.log, ...\n"
+"                         (ssh: on each machine, relative to --workspace)\n"
 "  --quiet                do not copy the processes' output to this terminal\n"
+"  --workspace DIR        the job's directory on every machine: processes start there\n"
+"                         (relative paths in the train arguments are relative to it;\n"
+"                         default: this directory, the same path on every machine)\n"
+"ssh:\n"
+"  --ssh_key FILE         private key (ssh -i; only it is offered)\n"
+"  --ssh_username USER    login user on every machine (default: ssh's, your own)\n"
+"  --ssh_port N           ssh port of every machine (default: ssh's, 22)\n"
+"  --ssh_hosts H,...      ssh destination of each machine, when it is not the\n"
+"                         ip_config address (one name: every machine)\n"
+"  --ssh_arg ARG          one more ssh argument (repeat; e.g. --ssh_arg=-oProxyJump=gw)\n"
+"  --ssh_connect_timeout SEC  ssh's ConnectTimeout (default 20); authentication may\n"
+"                         take another 60 s before the machine is reported unreachable\n"
 "mpi:\n"
 "  --mpirun PATH          (default mpirun)\n"
 "  --mpi_arg ARG          one more mpirun argument (repeat; e.g. --mpi_arg=--oversubscribe,\n"
@@ -122,6 +158,9 @@ static void usage(FILE *f)
 "  --host_suffix S        appended to each node name before resolving (e.g. -ib)\n"
 "  --srun_arg ARG         one more srun argument (repeat)\n"
 "other:\n"
+"  --ssh-remote           (what the ssh backend runs on each machine, with --machine M:\n"
+"                         reads the job's control stream on stdin; --remote-check\n"
+"                         checks that machine and exits)\n"
 "  --role-from-env        take this process's role from the launcher's environment\n"
 "                         (OMPI_COMM_WORLD_RANK/SIZE, PMIX_RANK, PMI_RANK/PMI_SIZE,\n"
 "                         SLURM_PROCID/SLURM_NTASKS, JOB_COMPLETION_INDEX, or\n"
@@ -191,9 +230,30 @@ static void bad_option(const struct option *opts, const char *arg)
 		rdps_cli_explain(opts, arg, why, sizeof(why));
 	}
 	fprintf(stderr, "rdps launch: %s\n"
-		"usage: rdps launch [--backend local|mpi|slurm|k8s] --ip_config FILE [options] -- TRAIN_ARGS...\n"
+		"usage: rdps launch [--backend local|ssh|mpi|slurm|k8s] --ip_config FILE [options] -- TRAIN_ARGS...\n"
 		"       (rdps launch's options before '--', the job's rdps train arguments after it;\n"
 		"       rdps launch --help lists them)\n", why);
+}
+
+/* --env NAME=VALUE (set here, so every backend hands it on) or NAME. */
+static int add_env(struct rdps_launch *L, char *arg)
+{
+	char *eq = strchr(arg, '='), *name;
+
+	name = rdps_launch_owned_printf(&L->owned, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+	if (!name)
+		return -ENOMEM;
+	if (!*name || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+			      strlen(name)) {
+		fprintf(stderr, "rdps launch: --env '%s': want NAME or NAME=VALUE\n", arg);
+		return -EINVAL;
+	}
+	if (eq ? setenv(name, eq + 1, 1) : !getenv(name)) {
+		fprintf(stderr, "rdps launch: --env %s: %s\n", name,
+			eq ? strerror(errno) : "not set in this environment (give NAME=VALUE)");
+		return -EINVAL;
+	}
+	return rdps_launch_strv_push(&L->env_names, name);
 }
 
 /* This binary: it runs the check, and the job's processes unless --rdps. */
@@ -224,6 +284,10 @@ static void launch_free(struct rdps_launch *L)
 	free(L->mpi_hosts.v);
 	free(L->srun_args.v);
 	free(L->hosts.v);
+	free(L->ssh_args.v);
+	free(L->ssh_hosts.v);
+	free(L->env_names.v);
+	rdps_launch_remote_cleanup(L);
 	for (int i = 0; i < L->owned.n; i++)
 		free(L->owned.v[i]);
 	free(L->owned.v);
@@ -231,10 +295,16 @@ static void launch_free(struct rdps_launch *L)
 
 int rdps_cmd_launch(int argc, char **argv)
 {
+	return rdps_launch_main(argc, argv, NULL, NULL);
+}
+
+int rdps_launch_main(int argc, char **argv, rdps_launch_line_fn on_line, void *line_ctx)
+{
 	enum { O_BACKEND = 256, O_ROLE, O_LAYOUT, O_DRY, O_NOCHECK, O_QUIET, O_IPC, O_NCP, O_NSRV,
 	       O_THOSTS, O_SARG, O_GRACE, O_RDPS, O_MACHINE, O_LOGDIR, O_MPIRUN, O_MPIARG, O_MPIHOSTS,
 	       O_WRAPPER, O_BASEPORT, O_HOSTS, O_SUFFIX, O_SRUNARG, O_NSTH, O_EXEC, O_TRANSPORT,
-	       O_HELP };
+	       O_SSH_KEY, O_SSH_USER, O_SSH_PORT, O_SSH_HOSTS, O_SSH_ARG, O_SSH_TIMEOUT, O_WORKSPACE,
+	       O_ENV, O_SSH_REMOTE, O_REMOTE_CHECK, O_HELP };
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, O_BACKEND },
 		{ "role-from-env", no_argument, NULL, O_ROLE },
@@ -266,11 +336,22 @@ int rdps_cmd_launch(int argc, char **argv)
 		{ "srun_arg", required_argument, NULL, O_SRUNARG },
 		{ "exec", no_argument, NULL, O_EXEC },
 		{ "transport", required_argument, NULL, O_TRANSPORT },
+		{ "ssh_key", required_argument, NULL, O_SSH_KEY },
+		{ "ssh_username", required_argument, NULL, O_SSH_USER },
+		{ "ssh_port", required_argument, NULL, O_SSH_PORT },
+		{ "ssh_hosts", required_argument, NULL, O_SSH_HOSTS },
+		{ "ssh_arg", required_argument, NULL, O_SSH_ARG },
+		{ "ssh_connect_timeout", required_argument, NULL, O_SSH_TIMEOUT },
+		{ "workspace", required_argument, NULL, O_WORKSPACE },
+		{ "env", required_argument, NULL, O_ENV },
+		{ "ssh-remote", no_argument, NULL, O_SSH_REMOTE },
+		{ "remote-check", no_argument, NULL, O_REMOTE_CHECK },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 },
 	};
 	struct rdps_launch L = { .backend = "local", .P = 1, .num_servers = -1, .machine = -1,
-			    .grace_ms = 10000, .mpirun = "mpirun", .base_port = RDPS_DEFAULT_BASE_PORT };
+			    .grace_ms = 10000, .mpirun = "mpirun", .base_port = RDPS_DEFAULT_BASE_PORT,
+			    .ssh_connect_timeout = 20, .on_line = on_line, .line_ctx = line_ctx };
 	char err[640];
 	double v;
 	int opt, at, rc = 2;
@@ -316,6 +397,16 @@ int rdps_cmd_launch(int argc, char **argv)
 		case O_SRUNARG: bad |= rdps_launch_strv_push(&L.srun_args, optarg) != 0; break;
 		case O_EXEC: exec = true; break;
 		case O_TRANSPORT: transport = optarg; break;
+		case O_SSH_KEY: L.ssh_key = optarg; break;
+		case O_SSH_USER: L.ssh_user = optarg; break;
+		case O_SSH_PORT: bad |= parse_num("--ssh_port", optarg, 1, 65535, &v) != 0; L.ssh_port = (long)v; break;
+		case O_SSH_HOSTS: bad |= rdps_launch_strv_push_list(&L.ssh_hosts, optarg) != 0; break;
+		case O_SSH_ARG: bad |= rdps_launch_strv_push(&L.ssh_args, optarg) != 0; break;
+		case O_SSH_TIMEOUT: bad |= parse_num("--ssh_connect_timeout", optarg, 1, 3600, &v) != 0; L.ssh_connect_timeout = (int)v; break;
+		case O_WORKSPACE: L.workspace = optarg; break;
+		case O_ENV: bad |= add_env(&L, optarg) != 0; break;
+		case O_SSH_REMOTE: L.ssh_remote = true; break;
+		case O_REMOTE_CHECK: L.remote_check = true; break;
 		case O_HELP: usage(stdout); launch_free(&L); return 0;
 		default: bad_option(opts, argv[at]); launch_free(&L); return 2;
 		}
@@ -325,13 +416,43 @@ int rdps_cmd_launch(int argc, char **argv)
 	/* Everything after the options ("--" ends them) is the train job. */
 	L.train_args = argv + optind;
 	L.num_train_args = argc - optind;
-	if (strcmp(L.backend, "local") && strcmp(L.backend, "mpi") && strcmp(L.backend, "slurm") &&
-	    strcmp(L.backend, "k8s") && strcmp(L.backend, "kubernetes")) {
-		fprintf(stderr, "rdps launch: unknown --backend '%s' (local, mpi, slurm, k8s)\n", L.backend);
+	if (strcmp(L.backend, "local") && strcmp(L.backend, "ssh") && strcmp(L.backend, "mpi") &&
+	    strcmp(L.backend, "slurm") && strcmp(L.backend, "k8s") && strcmp(L.backend, "kubernetes")) {
+		fprintf(stderr, "rdps launch: unknown --backend '%s' (local, ssh, mpi, slurm, k8s)\n",
+			L.backend);
 		goto out;
 	}
 	if (!strcmp(L.backend, "k8s") || !strcmp(L.backend, "kubernetes"))
 		L.role_from_env = true;
+	if (L.workspace && strcmp(L.backend, "local") && strcmp(L.backend, "ssh") && !L.ssh_remote) {
+		fprintf(stderr, "rdps launch: --workspace is for the local and ssh backends (mpirun: "
+			"--mpi_arg=-wdir --mpi_arg=DIR; srun: --srun_arg=--chdir=DIR)\n");
+		goto out;
+	}
+	if (L.machine >= 0 && !strcmp(L.backend, "ssh") && !L.ssh_remote) {
+		fprintf(stderr, "rdps launch: --machine M is for one host of a job started on each "
+			"host (--backend local); --backend ssh starts every machine itself\n");
+		goto out;
+	}
+	if (L.remote_check && !L.ssh_remote) {
+		fprintf(stderr, "rdps launch: --remote-check goes with --ssh-remote\n");
+		goto out;
+	}
+	if (L.ssh_remote) {
+		/* The ip_config, the secret and the variables come on stdin. */
+		rc = 2;
+		if (L.ip_config) {
+			fprintf(stderr, "rdps launch --ssh-remote: the ip_config comes on stdin, not "
+				"--ip_config\n");
+			goto out;
+		}
+		if (rdps_launch_remote_prepare(&L))
+			goto out;
+		rc = 2;
+	} else if (L.workspace && !strcmp(L.backend, "local") && chdir(L.workspace)) {
+		fprintf(stderr, "rdps launch: --workspace %s: %s\n", L.workspace, strerror(errno));
+		goto out;
+	}
 	if (!L.ip_config) {
 		fprintf(stderr, "rdps launch: --ip_config FILE is required (see rdps launch --help)\n");
 		goto out;
@@ -411,11 +532,18 @@ int rdps_cmd_launch(int argc, char **argv)
 					  .train_args = L.train_args, .num_train_args = L.num_train_args,
 					  .server_args = L.server_args.v, .num_server_args = L.server_args.n,
 					  .layout = &L.layout, .exec = exec, .transport = transport };
-	if (L.print_layout) {
+	if (!L.print_layout && (rc = rdps_launch_job_secret(&L))) {
+		rc = rc == -EINVAL ? 2 : 1;
+	} else if (L.print_layout) {
 		print_layout(&L);
 		rc = 0;
 	} else if (L.role_from_env) {
 		rc = rdps_launch_run_rank(&L);
+	} else if (L.ssh_remote) {
+		rc = L.remote_check ? rdps_launch_remote_check(&L) : rdps_launch_run_local(&L, L.machine);
+	} else if (!strcmp(L.backend, "ssh")) {
+		/* Each machine checks its own copy of the data. */
+		rc = rdps_launch_run_ssh(&L);
 	} else if ((rc = rdps_launch_check_train(&L))) {
 		/* it said why */
 	} else if (!strcmp(L.backend, "mpi")) {

@@ -670,6 +670,9 @@ int rdps_cmd_train(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	/* dglke_dist_train's clients print this (rdps dist_train gathers it). */
+	if (o.ip_config)
+		printf("Total train time %.3f seconds\n", res.train_seconds);
 	if (o.rank == 0 && res.have_valid) {
 		rdps_eval_format(out, sizeof(out), "Valid", &res.valid);
 		fputs(out, stdout);

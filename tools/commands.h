@@ -18,6 +18,7 @@ int rdps_cmd_launch(int argc, char **argv);
 /* DGL's launch.py line on rdps launch (tools/launch_dgl.c). */
 bool rdps_launch_dgl_wants(int argc, char **argv);
 int rdps_launch_dgl(int argc, char **argv);
+int rdps_cmd_dist_train(int argc, char **argv);
 int rdps_cmd_doctor(int argc, char **argv);
 int rdps_cmd_bench(int argc, char **argv);
 int rdps_cmd_eval(int argc, char **argv);

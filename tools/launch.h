@@ -152,6 +152,10 @@ struct rdps_launch_job {
  */
 int rdps_launch_check_train_args(char *const *args, int n, char *err, size_t errlen);
 
+/* The value of train option name ("secret-file": --secret-file F or
+ * --secret-file=F, last one wins), or NULL. */
+const char *rdps_launch_train_opt(char *const *args, int n, const char *name);
+
 /* True if the train arguments contain --keep_servers. */
 bool rdps_launch_keeps_servers(char *const *args, int n);
 
@@ -162,7 +166,7 @@ bool rdps_launch_keeps_servers(char *const *args, int n);
  *   trainer j: EXE train [train_args] --ip_config F --num_trainers T --rank j
  * where [shared] are the train arguments servers also need, with the same
  * names: --partition --model_name --hidden_dim --gamma --lr --optimizer
- * --transport --seed. With job->exec, train_args are a command:
+ * --transport --ofi-provider --seed --secret-file. With job->exec, train_args are a command:
  *   server i:  EXE server --ip_config F --server_id i [--transport T] [server_args]
  *   trainer j: /usr/bin/env RDPS_IP_CONFIG=F RDPS_RANK=j RDPS_NUM_TRAINERS=T
  *              RDPS_NUM_SERVERS=S RDPS_TRANSPORT=T' [train_args]

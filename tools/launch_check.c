@@ -25,14 +25,14 @@
 /* What the check prints is meant to be a line or two; more is cut. */
 #define CHECK_OUTPUT_MAX 16384
 
-/* "SELF train --check-only" + trainer 0's arguments after "EXE train". */
-static char **check_argv(struct rdps_launch *L)
+/* "SELF train --check-only" + trainer j's arguments after "EXE train". */
+static char **check_argv(struct rdps_launch *L, uint32_t j)
 {
 	struct rdps_launch_role role;
 	char **targv, **argv;
 	int n = 0;
 
-	if (rdps_launch_layout_trainer(&L->layout, 0, &role))
+	if (rdps_launch_layout_trainer(&L->layout, j, &role))
 		return NULL;
 	targv = rdps_launch_role_argv(&L->job, &role);
 	if (!targv)
@@ -136,6 +136,11 @@ static int reap(pid_t pid, int *st, uint64_t deadline)
 
 int rdps_launch_check_train(struct rdps_launch *L)
 {
+	return rdps_launch_check_train_as(L, 0);
+}
+
+int rdps_launch_check_train_as(struct rdps_launch *L, uint32_t trainer)
+{
 	uint64_t deadline = rdps_now_ns() + (uint64_t)CHECK_TIMEOUT_MS * 1000000ull;
 	char **argv, *out = malloc(CHECK_OUTPUT_MAX);
 	size_t len = 0;
@@ -147,7 +152,7 @@ int rdps_launch_check_train(struct rdps_launch *L)
 		free(out);
 		return 0;
 	}
-	argv = check_argv(L);
+	argv = check_argv(L, trainer);
 	if (!argv || !out) {
 		fprintf(stderr, "rdps launch: out of memory\n");
 		free(argv);

@@ -28,8 +28,9 @@
 
 #include "commands.h"
 
-/* launch.py's options that rdps launch does not have itself. */
-static const char *const dgl_only[] = { "--workspace", "--num_trainers", "--num_samplers",
+/* launch.py's options that rdps launch does not have itself (--workspace it
+ * has: the ssh backend's directory on every machine). */
+static const char *const dgl_only[] = { "--num_trainers", "--num_samplers",
 					"--part_config", "--extra_envs", "--num_omp_threads",
 					"--graph_format", "--keep_alive", "--server_name" };
 
@@ -192,11 +193,18 @@ int rdps_launch_dgl(int argc, char **argv)
 	struct dgl_line d = { 0 };
 	char **out = NULL, *graph = NULL, *dir = NULL, *samplers = NULL, *omp = NULL;
 	int n = 0, ret, rc = 2;
-	bool quiet = false;
+	bool quiet = false, ssh = false;
 
 	if ((ret = parse(argc, argv, &d)))
 		goto done;
-	dir = part_dir(d.workspace, d.part_config);
+	for (int i = 0; i < d.num_own; i++)
+		if (!strcmp(d.own[i], "--backend=ssh") ||
+		    (!strcmp(d.own[i], "--backend") && i + 1 < d.num_own && !strcmp(d.own[i + 1], "ssh")))
+			ssh = true;
+	/* Over ssh, each machine's launcher starts its processes in the
+	 * workspace already (launch.py's `cd W` on each host): paths stay
+	 * relative to it. */
+	dir = part_dir(ssh ? NULL : d.workspace, d.part_config);
 	graph = dir ? malloc(strlen(dir) + 16) : NULL;
 	samplers = malloc(64);
 	omp = malloc(64);
@@ -212,6 +220,10 @@ int rdps_launch_dgl(int argc, char **argv)
 		out[n++] = d.own[i];
 		if (!strcmp(d.own[i], "--quiet"))
 			quiet = true;
+	}
+	if (ssh && d.workspace) {
+		out[n++] = "--workspace";
+		out[n++] = (char *)d.workspace;
 	}
 	if (d.trainers) {
 		out[n++] = "--num_client_proc";
@@ -233,7 +245,7 @@ int rdps_launch_dgl(int argc, char **argv)
 	out[n++] = "-c";
 	out[n++] = "cd \"$1\" && eval \"exec $2\"";
 	out[n++] = "rdps-dgl";
-	out[n++] = (char *)(d.workspace ? d.workspace : ".");
+	out[n++] = (char *)(d.workspace && !ssh ? d.workspace : ".");
 	out[n++] = (char *)d.command;
 	out[n] = NULL;
 	if (!quiet) {

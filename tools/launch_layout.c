@@ -299,6 +299,24 @@ int rdps_launch_check_train_args(char *const *args, int n, char *err, size_t err
 	return 0;
 }
 
+const char *rdps_launch_train_opt(char *const *args, int n, const char *want)
+{
+	const char *found = NULL;
+
+	for (int i = 0; i < n; i++) {
+		const char *v, *name;
+		size_t len;
+
+		if (!(name = opt_name(args[i], &len, &v)) || !opt_is(name, len, want))
+			continue;
+		if (!v && i + 1 < n)
+			v = args[++i];
+		if (v)
+			found = v;
+	}
+	return found;
+}
+
 bool rdps_launch_keeps_servers(char *const *args, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -314,10 +332,11 @@ bool rdps_launch_keeps_servers(char *const *args, int n)
 /* Train options that the servers take too, under the same name; servers
  * get them as "--name value" whichever form the user wrote. */
 static const char *const shared_opts[] = { "partition", "model_name", "hidden_dim", "gamma",
-					   "lr", "optimizer", "transport", "ofi-provider", "seed" };
+					   "lr", "optimizer", "transport", "ofi-provider", "seed",
+					   "secret-file" };
 static const char *const shared_flags[] = { "--partition", "--model_name", "--hidden_dim", "--gamma",
 					    "--lr", "--optimizer", "--transport", "--ofi-provider",
-					    "--seed" };
+					    "--seed", "--secret-file" };
 /* ... and switches that shape the tables (DGL-KE's short forms too). */
 static const char *const shared_switches[][3] = { { "de", "double_ent", "--double_ent" },
 						  { "dr", "double_rel", "--double_rel" } };

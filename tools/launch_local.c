@@ -31,30 +31,34 @@ static int collect_roles(const struct rdps_launch_layout *l, long machine,
 	return k;
 }
 
-/* Every server of the processes must be able to listen here. */
-static int check_server_ports(const struct rdps_launch *L, const struct rdps_launch_proc *ps, int n)
+int rdps_launch_check_ports(const struct rdps_launch *L, long machine)
 {
 	int bad = 0;
 
-	for (int i = 0; i < n; i++) {
-		const struct rdps_endpoint *ep;
+	for (uint32_t s = 0; s < L->layout.num_servers; s++) {
+		const struct rdps_endpoint *ep = &L->ipc.servers[s];
+		struct rdps_launch_role role;
 		char why[320];
 		int ret;
 
-		if (ps[i].role.kind != RDPS_ROLE_SERVER)
+		rdps_launch_layout_server(&L->layout, s, &role);
+		if (machine >= 0 && role.machine != (uint32_t)machine)
 			continue;
-		ep = &L->ipc.servers[ps[i].role.id];
 		ret = rdps_launch_bind_check(ep->host, ep->port, why, sizeof(why));
 		if (ret == -EADDRINUSE)
 			fprintf(stderr, "rdps launch: server %u cannot listen: %s (servers of another job? "
 				"'rdps shutdown --ip_config %s' stops them; or change its base_port)\n",
-				ps[i].role.id, why, L->ip_config);
+				s, why, L->ip_config);
+		else if (ret == -EADDRNOTAVAIL && L->ssh_remote)
+			fprintf(stderr, "rdps launch: server %u cannot listen on this machine: %s (ssh "
+				"reached another machine than the ip_config's line %u names: check the "
+				"ip_config, or --ssh_hosts)\n", s, why, ep->machine + 1);
 		else if (ret == -EADDRNOTAVAIL)
 			fprintf(stderr, "rdps launch: server %u cannot listen here: %s (this backend runs "
-				"every process on this host; use --machine M, or --backend mpi/slurm)\n",
-				ps[i].role.id, why);
+				"every process on this host; use --machine M, or --backend ssh/mpi/slurm)\n",
+				s, why);
 		else if (ret)
-			fprintf(stderr, "rdps launch: server %u: %s\n", ps[i].role.id, why);
+			fprintf(stderr, "rdps launch: server %u: %s\n", s, why);
 		bad |= ret != 0;
 	}
 	return bad ? -EADDRINUSE : 0;
@@ -86,6 +90,7 @@ int rdps_launch_run_local(struct rdps_launch *L, long machine)
 	const struct rdps_launch_sup_opts o = {
 		.grace_ms = L->grace_ms, .quiet = L->quiet, .log_dir = L->log_dir,
 		.keep_servers = rdps_launch_keeps_servers(L->train_args, L->num_train_args),
+		.stop_at_stdin_eof = L->ssh_remote, .on_line = L->on_line, .line_ctx = L->line_ctx,
 	};
 	struct rdps_launch_proc *ps = calloc(L->layout.world_size, sizeof(*ps));
 	int n = 0, rc = 1;
@@ -117,7 +122,7 @@ int rdps_launch_run_local(struct rdps_launch *L, long machine)
 		rc = 2;
 		goto out;
 	}
-	if (check_server_ports(L, ps, n) || log_paths(L, ps, n))
+	if (rdps_launch_check_ports(L, machine) || log_paths(L, ps, n))
 		goto out;
 	rc = rdps_launch_supervise(ps, n, &o);
 out:

@@ -28,6 +28,16 @@ int rdps_launch_run_mpi(struct rdps_launch *L)
 		ret |= rdps_launch_strv_push(&cmd, "-x");
 		ret |= rdps_launch_strv_push(&cmd, "RDPS_LOG_LEVEL");
 	}
+	/* -x NAME: mpirun takes the value from this environment, so the
+	 * secret is on no command line (rdps_launch_job_secret). */
+	if (getenv("RDPS_SECRET")) {
+		ret |= rdps_launch_strv_push(&cmd, "-x");
+		ret |= rdps_launch_strv_push(&cmd, "RDPS_SECRET");
+	}
+	for (int i = 0; i < L->env_names.n; i++) {
+		ret |= rdps_launch_strv_push(&cmd, "-x");
+		ret |= rdps_launch_strv_push(&cmd, L->env_names.v[i]);
+	}
 	/* One app context per machine: ranks are numbered in context order,
 	 * which is the layout's machine order. */
 	for (uint32_t m = 0; m < l->num_machines && !ret; m++) {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "launch.h"
+#include "launch_supervisor.h"
 #include "rdps/ipconfig.h"
 
 /* A growing NULL-terminated array of borrowed strings. */
@@ -51,6 +52,17 @@ struct rdps_launch {
 	uint16_t base_port;
 	struct rdps_launch_strv trainer_hosts, server_args, mpi_args, mpi_hosts, srun_args, hosts;
 	struct rdps_launch_strv owned; /* strings allocated here, freed at the end */
+	const char *secret_source;     /* where the job's secret comes from (launch_secret.c) */
+	struct rdps_launch_strv env_names; /* --env: variables handed to every process */
+	/* --backend ssh (launch_ssh.c) and its machines' side (launch_remote.c) */
+	const char *ssh_key, *ssh_user, *workspace;
+	long ssh_port;                 /* 0: ssh's own default */
+	int ssh_connect_timeout;       /* seconds */
+	struct rdps_launch_strv ssh_args, ssh_hosts;
+	bool ssh_remote, remote_check; /* --ssh-remote [--remote-check] */
+	char remote_dir[PATH_MAX];     /* --ssh-remote: holds the ip_config it was sent */
+	rdps_launch_line_fn on_line;   /* sees every output line (rdps dist_train) */
+	void *line_ctx;
 	char **train_args;             /* after '--' */
 	int num_train_args;
 	struct rdps_ipconfig ipc;
@@ -83,11 +95,60 @@ int rdps_launch_exec_or_print(struct rdps_launch *L, struct rdps_launch_strv *cm
  * (the check could not run).
  */
 int rdps_launch_check_train(struct rdps_launch *L);
+/* The same with trainer j's command line. */
+int rdps_launch_check_train_as(struct rdps_launch *L, uint32_t j);
+
+/* Every server of machine (all, machine < 0) can listen on this host;
+ * else says why for each. 0 or -EADDRINUSE. */
+int rdps_launch_check_ports(const struct rdps_launch *L, long machine);
+
+/*
+ * The job's shared secret, before anything starts: the train arguments'
+ * --secret-file (the servers get it too), else RDPS_SECRET from this
+ * environment, else 32 random bytes generated here (hex) and put in this
+ * process's RDPS_SECRET, which every process of the job inherits or is
+ * handed (mpirun -x, srun's exported environment, the ssh backend's control
+ * stream): never on a command line. With --role-from-env nothing is
+ * generated (the ranks would disagree): a rank without a secret says so.
+ * With --machine M of a multi-machine job (the others started separately)
+ * the user's secret is required: -EINVAL, said why, unless the servers
+ * get --allow-unauthenticated. Returns 0 or -errno (said why).
+ */
+int rdps_launch_job_secret(struct rdps_launch *L);
+
+/* rdps launch with a line observer (rdps dist_train's summary); argv as
+ * rdps_cmd_launch's. Returns its exit code. */
+int rdps_launch_main(int argc, char **argv, rdps_launch_line_fn on_line, void *line_ctx);
 
 /* The launchers. Each returns rdps launch's exit code. */
 
 /* Forks machine's processes (all, machine < 0) and supervises them. */
 int rdps_launch_run_local(struct rdps_launch *L, long machine);
+/* Runs each machine's processes over ssh (or here, for this host's). */
+int rdps_launch_run_ssh(struct rdps_launch *L);
+
+/* ---- --backend ssh, the machines' side (launch_remote.c) ---- */
+
+/* The control message for a machine (launch_remote.c says what is in it);
+ * malloc'd, *len bytes. NULL on error (errno). */
+char *rdps_launch_control_build(const struct rdps_launch *L, size_t *len);
+/* --ssh-remote: reads the control message from stdin, sets the secret and
+ * the variables, enters --workspace and writes the ip_config it carried
+ * (L->ip_config). 0 or -errno (said why). */
+int rdps_launch_remote_prepare(struct rdps_launch *L);
+/* Removes what prepare wrote. */
+void rdps_launch_remote_cleanup(struct rdps_launch *L);
+/* --remote-check: this machine's ports and first trainer's arguments;
+ * prints a "ready" line. rdps launch's exit code. */
+int rdps_launch_remote_check(struct rdps_launch *L);
+/* Reads at most max bytes of path (NUL-terminated); NULL (errno) if it
+ * cannot, or EFBIG. */
+char *rdps_launch_read_file(const char *path, size_t max, size_t *len);
+
+/* Appends "EXE launch" and the options every machine's launcher needs
+ * (--num_client_proc, --grace, --trainer_hosts, --server_arg, --exec,
+ * --transport) to out. 0 or -ENOMEM. */
+int rdps_launch_push_job_opts(struct rdps_launch *L, struct rdps_launch_strv *out);
 /* Prints and execs one mpirun: one app context per machine. */
 int rdps_launch_run_mpi(struct rdps_launch *L);
 /* Inside an allocation: writes the ip_config from the allocation's nodes

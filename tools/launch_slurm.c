@@ -94,6 +94,32 @@ int rdps_launch_slurm_write_ipconfig(struct rdps_launch *L)
 	return 0;
 }
 
+/* srun --export LIST with RDPS_SECRET and the --env names added (NONE:
+ * only they, and Slurm's own variables; ALL: unchanged). NULL on ENOMEM. */
+static char *export_with_secret(struct rdps_launch *L, char *list, const char *flag)
+{
+	char *names = NULL, *out;
+	size_t len = 0;
+	FILE *f;
+
+	if (!strncmp(list, "ALL", 3))
+		return rdps_launch_owned_printf(&L->owned, "%s%s", flag, list);
+	f = open_memstream(&names, &len);
+	if (!f)
+		return NULL;
+	if (strcmp(list, "NONE") && *list)
+		fputs(list, f);
+	if (getenv("RDPS_SECRET") && !strstr(list, "RDPS_SECRET"))
+		fprintf(f, "%sRDPS_SECRET", ftell(f) ? "," : "");
+	for (int i = 0; i < L->env_names.n; i++)
+		fprintf(f, "%s%s", ftell(f) ? "," : "", L->env_names.v[i]);
+	if (fclose(f))
+		return NULL;
+	out = rdps_launch_owned_printf(&L->owned, "%s%s", flag, len ? names : list);
+	free(names);
+	return out;
+}
+
 int rdps_launch_run_slurm(struct rdps_launch *L)
 {
 	const struct rdps_launch_layout *l = &L->layout;
@@ -115,8 +141,23 @@ int rdps_launch_run_slurm(struct rdps_launch *L)
 	ret |= rdps_launch_strv_push(&cmd, a[2]);
 	ret |= rdps_launch_strv_push(&cmd, "--distribution=block");
 	ret |= rdps_launch_strv_push(&cmd, "--kill-on-bad-exit=1");
-	for (int i = 0; i < L->srun_args.n; i++)
-		ret |= rdps_launch_strv_push(&cmd, L->srun_args.v[i]);
+	for (int i = 0; i < L->srun_args.n; i++) {
+		char *arg = L->srun_args.v[i], *e;
+
+		/* srun exports this environment (RDPS_SECRET with it) unless
+		 * told otherwise: then the secret is added to the list by name
+		 * (its value stays off the command line). */
+		if (!strcmp(arg, "--export") && i + 1 < L->srun_args.n) {
+			ret |= rdps_launch_strv_push(&cmd, arg);
+			e = export_with_secret(L, L->srun_args.v[++i], "");
+			ret |= e ? rdps_launch_strv_push(&cmd, e) : -ENOMEM;
+		} else if (!strncmp(arg, "--export=", 9)) {
+			e = export_with_secret(L, arg + 9, "--export=");
+			ret |= e ? rdps_launch_strv_push(&cmd, e) : -ENOMEM;
+		} else {
+			ret |= rdps_launch_strv_push(&cmd, arg);
+		}
+	}
 	for (int i = 0; i < role.n; i++)
 		ret |= rdps_launch_strv_push(&cmd, role.v[i]);
 	ret = ret ? 1 : rdps_launch_exec_or_print(L, &cmd, "srun");

@@ -80,7 +80,7 @@ void rdps_launch_print_argv(FILE *f, char *const *argv)
 	fputc('\n', f);
 }
 
-int rdps_launch_role_cmd(struct rdps_launch *L, struct rdps_launch_strv *out)
+int rdps_launch_push_job_opts(struct rdps_launch *L, struct rdps_launch_strv *out)
 {
 	char *pbuf = rdps_launch_owned_printf(&L->owned, "%u", L->P);
 	char *gbuf = rdps_launch_owned_printf(&L->owned, "%g", L->grace_ms / 1000.0);
@@ -88,11 +88,6 @@ int rdps_launch_role_cmd(struct rdps_launch *L, struct rdps_launch_strv *out)
 
 	if (!pbuf || !gbuf)
 		return -ENOMEM;
-	ret |= rdps_launch_strv_push(out, L->exe);
-	ret |= rdps_launch_strv_push(out, "launch");
-	ret |= rdps_launch_strv_push(out, "--role-from-env");
-	ret |= rdps_launch_strv_push(out, "--ip_config");
-	ret |= rdps_launch_strv_push(out, L->ipc_path);
 	ret |= rdps_launch_strv_push(out, "--num_client_proc");
 	ret |= rdps_launch_strv_push(out, pbuf);
 	ret |= rdps_launch_strv_push(out, "--grace");
@@ -114,6 +109,19 @@ int rdps_launch_role_cmd(struct rdps_launch *L, struct rdps_launch_strv *out)
 		ret |= rdps_launch_strv_push(out, "--transport");
 		ret |= rdps_launch_strv_push(out, (char *)L->job.transport);
 	}
+	return ret ? -ENOMEM : 0;
+}
+
+int rdps_launch_role_cmd(struct rdps_launch *L, struct rdps_launch_strv *out)
+{
+	int ret = 0;
+
+	ret |= rdps_launch_strv_push(out, L->exe);
+	ret |= rdps_launch_strv_push(out, "launch");
+	ret |= rdps_launch_strv_push(out, "--role-from-env");
+	ret |= rdps_launch_strv_push(out, "--ip_config");
+	ret |= rdps_launch_strv_push(out, L->ipc_path);
+	ret |= rdps_launch_push_job_opts(L, out);
 	ret |= rdps_launch_strv_push(out, "--");
 	for (int i = 0; i < L->num_train_args; i++)
 		ret |= rdps_launch_strv_push(out, L->train_args[i]);

@@ -17,7 +17,8 @@ static const struct rdps_command commands[] = {
 	{ "ckpt", rdps_cmd_ckpt, "ask every server to write a checkpoint now" },
 	{ "dataset", rdps_cmd_dataset, "build, import or check a knowledge-graph dataset" },
 	{ "partition", rdps_cmd_partition, "split a dataset into k parts (METIS or random)" },
-	{ "launch", rdps_cmd_launch, "run a job's servers and trainers (local, mpi, slurm, k8s)" },
+	{ "launch", rdps_cmd_launch, "run a job's servers and trainers (local, ssh, mpi, slurm, k8s)" },
+	{ "dist_train", rdps_cmd_dist_train, "DGL-KE's dglke_dist_train line: a job over ssh" },
 	{ "doctor", rdps_cmd_doctor, "check this host for a job (RDMA, memlock, ports, peers)" },
 	{ "bench", rdps_cmd_bench, "microbenchmarks, each figure beside its limit (perf/)" },
 };

@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "partition/dglke.h"
+
 #include "rdps/partition.h"
 #include "train_internal.h"
 
@@ -219,152 +221,67 @@ out:
 	return ret;
 }
 
-/* Whether dir holds a dataset in the raw layout (its entities.dict). */
-static bool is_dataset(const char *dir)
-{
-	char path[4200];
-
-	snprintf(path, sizeof(path), "%s/entities.dict", dir);
-	return !access(path, F_OK);
-}
-
-/* The column order of a udd format: the letters h, r, t once each. */
-static bool valid_order(const char *order)
-{
-	return strlen(order) == 3 && strchr(order, 'h') && strchr(order, 'r') && strchr(order, 't');
-}
-
 /* Removes the temporary raw layout of a udd format. */
 void rdps_tj_remove_import(struct job *j)
 {
-	static const char *const files[] = { "entities.dict", "relations.dict", "train.txt",
-					     "valid.txt", "test.txt" };
-	char path[4200];
-
-	if (!j->import_dir[0])
-		return;
-	for (size_t i = 0; i < RDPS_ARRAY_SIZE(files); i++) {
-		snprintf(path, sizeof(path), "%s/data/%s", j->import_dir, files[i]);
-		unlink(path);
-	}
-	snprintf(path, sizeof(path), "%s/data", j->import_dir);
-	rmdir(path);
-	rmdir(j->import_dir);
-	j->import_dir[0] = '\0';
+	rdps_dglke_remove_import(j->import_dir);
 }
 
 /*
  * DGL-KE's --data_path, --dataset, --format, --data_files and --delimiter
- * to the raw layout the trainer reads (e->data_dir); a udd format is
- * imported into a temporary directory for the run (j->import_dir). Also
- * names the dataset (saved files).
+ * to the raw layout the trainer reads (e->data_dir; partition/dglke.h); a
+ * udd format is imported into a temporary directory for the run
+ * (j->import_dir). rdps's --data DIR is the raw layout itself. Also names
+ * the dataset (saved files).
  */
 int rdps_tj_resolve_data(struct job *j, struct rdps_train_opts *e, char *err, size_t errlen)
 {
 	const char *format = e->format && *e->format ? e->format : "built_in";
-	size_t nfiles = 0;
+	struct rdps_dglke_data d = { .data_path = e->data_path, .dataset = e->dataset,
+				     .format = e->format, .delimiter = e->delimiter,
+				     .data_files = e->data_files };
+	struct rdps_dglke_resolved r;
 	int ret;
 
-	while (nfiles < RDPS_ARRAY_SIZE(e->data_files) && e->data_files[nfiles])
-		nfiles++;
-	if (!strcmp(format, "built_in")) {
-		if (nfiles) {
-			snprintf(err, errlen, "--data_files lists the files of --format raw_udd_<order> "
-				 "or udd_<order>; the built_in format reads the dataset directory "
-				 "--data_path/--dataset");
-			return -EINVAL;
-		}
-		if (!e->data_dir && !e->data_path) {
-			snprintf(err, errlen, "give the dataset: --data DIR (the raw layout), or "
-				 "DGL-KE's --data_path DIR --dataset NAME");
-			return -EINVAL;
-		}
-		if (!e->data_dir && (e->dataset || !is_dataset(e->data_path))) {
-			/* DGL-KE's data_path/dataset, its default dataset FB15k */
-			snprintf(j->data_dir, sizeof(j->data_dir), "%s/%s", e->data_path,
-				 e->dataset ? e->dataset : "FB15k");
-			e->data_dir = j->data_dir;
-		} else if (!e->data_dir) {
-			e->data_dir = e->data_path; /* the dataset itself, as rdps's --data */
-		}
-		if (!is_dataset(e->data_dir)) {
-			snprintf(err, errlen, "%s is not a dataset: no entities.dict in it (rdps does "
-				 "not download DGL-KE's built-in datasets: make one with rdps dataset "
-				 "wordnet or rdps dataset import%s)", e->data_dir,
-				 e->dataset ? "" : ", or name it with --dataset");
-			return -ENOENT;
-		}
-	} else {
-		bool raw = !strncmp(format, "raw_udd_", 8);
-		const char *order = format + (raw ? 8 : 4);
-		const char *dir = e->data_path ? e->data_path : e->data_dir;
-		const char *tmpdir = getenv("TMPDIR");
-		struct rdps_import_opts io = { .format = raw ? RDPS_IMPORT_RAW : RDPS_IMPORT_UDD,
-					       .in_dir = dir, .order = order,
-					       .delimiter = e->delimiter };
-		struct rdps_dataset_stats st;
-		size_t first = raw ? 0 : 2;
+	if (!strcmp(format, "built_in") && e->data_dir) {
+		char path[4300], name[256], tmp[4200], hint[1024];
 
-		if ((!raw && strncmp(format, "udd_", 4)) || !valid_order(order)) {
-			snprintf(err, errlen, "--format %s: not built_in, raw_udd_<order> or "
-				 "udd_<order> (order: hrt, htr, rht, rth, thr or trh)", format);
-			return -EINVAL;
+		snprintf(path, sizeof(path), "%s/entities.dict", e->data_dir);
+		if (!access(path, F_OK)) {
+			if (e->dataset)
+				snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", e->dataset);
+			return 0;
 		}
-		if (!dir) {
-			snprintf(err, errlen, "--format %s needs --data_path DIR (where --data_files "
-				 "are)", format);
-			return -EINVAL;
-		}
-		/* DGL-KE's counts: [entities relations] train [valid test] */
-		if (nfiles != first + 1 && nfiles != first + 3) {
-			snprintf(err, errlen, "--format %s needs --data_files %s (%zu given)", format,
-				 raw ? "TRAIN [VALID TEST]"
-				     : "ENTITIES RELATIONS TRAIN [VALID TEST]", nfiles);
-			return -EINVAL;
-		}
-		if (!raw) {
-			io.entity_file = e->data_files[0];
-			io.relation_file = e->data_files[1];
-		}
-		for (size_t s = 0; s < RDPS_SPLIT_COUNT; s++)
-			io.files[s] = first + s < nfiles ? e->data_files[first + s] : NULL;
-		io.train_only = nfiles == first + 1;
-		snprintf(j->import_dir, sizeof(j->import_dir), "%s/rdps-train-XXXXXX",
-			 tmpdir && *tmpdir ? tmpdir : "/tmp");
-		if (!mkdtemp(j->import_dir)) {
-			ret = -errno;
-			snprintf(err, errlen, "--format %s: cannot make a temporary directory %s: %s",
-				 format, j->import_dir, strerror(-ret));
-			j->import_dir[0] = '\0';
-			return ret;
-		}
-		snprintf(j->data_dir, sizeof(j->data_dir), "%s/data", j->import_dir);
-		ret = rdps_dataset_import(j->data_dir, &io, &st, err, errlen);
-		if (ret) {
-			char why[1024];
-
-			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "--format %s: %s", format, why);
-			rdps_tj_remove_import(j);
-			return ret;
-		}
-		if (e->rank == 0)
-			rdps_info("trainer %u: --format %s: %llu entities, %llu relations, %llu train "
-				  "triples from %s (read as the raw layout in %s for this run)",
-				  e->rank, format, (unsigned long long)st.num_entities,
-				  (unsigned long long)st.num_relations,
-				  (unsigned long long)st.num_triples[RDPS_SPLIT_TRAIN], dir,
-				  j->data_dir);
-		e->data_dir = j->data_dir;
-		if (!e->dataset) {
-			char tmp[4096];
-
-			snprintf(tmp, sizeof(tmp), "%s", dir);
-			snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", basename(tmp));
-		}
+		snprintf(tmp, sizeof(tmp), "%s", e->data_dir);
+		snprintf(name, sizeof(name), "%s", e->dataset ? e->dataset : basename(tmp));
+		if (rdps_dglke_missing_hint(name, e->data_dir, hint, sizeof(hint)))
+			snprintf(err, errlen, "%s is not there: %s", e->data_dir, hint);
+		else
+			snprintf(err, errlen, "%s is not a dataset: no entities.dict in it (make one "
+				 "with rdps dataset wordnet or rdps dataset import)", e->data_dir);
+		return -ENOENT;
 	}
-	if (e->dataset)
-		snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", e->dataset);
+	if (!e->data_path && !strcmp(format, "built_in")) {
+		snprintf(err, errlen, "give the dataset: --data DIR (the raw layout), or "
+			 "DGL-KE's --data_path DIR --dataset NAME");
+		return -EINVAL;
+	}
+	if (!e->data_path)
+		d.data_path = e->data_dir; /* --data DIR --format udd_...: the files' directory */
+	ret = rdps_dglke_resolve(&d, &r, err, errlen);
+	if (ret)
+		return ret;
+	snprintf(j->data_dir, sizeof(j->data_dir), "%s", r.dir);
+	snprintf(j->import_dir, sizeof(j->import_dir), "%s", r.import_dir);
+	e->data_dir = j->data_dir;
+	if (r.import_dir[0] && e->rank == 0)
+		rdps_info("trainer %u: --format %s: %llu entities, %llu relations, %llu train "
+			  "triples from %s (read as the raw layout in %s for this run)",
+			  e->rank, format, (unsigned long long)r.import.num_entities,
+			  (unsigned long long)r.import.num_relations,
+			  (unsigned long long)r.import.num_triples[RDPS_SPLIT_TRAIN], d.data_path,
+			  j->data_dir);
+	snprintf(j->dataset_name, sizeof(j->dataset_name), "%s", r.name);
 	return 0;
 }
 

@@ -128,6 +128,12 @@ struct rdps_dataset_stats {
  *    bit per WordNet 3.0 synset, see partition/gen_wn18_synsets.py), less any
  *    left without a triple; about 151k triples, WN18's relation mix. Needs
  *    WordNet 3.0 (-EINVAL naming the file otherwise).
+ *  - RDPS_WORDNET_CUT_WN18RR: WN18RR (Dettmers et al., 2018): the WN18 cut
+ *    without the 7 relations that are inverses of kept ones (_hyponym,
+ *    _instance_hyponym, _member_holonym, _part_of, _member_of_domain_topic,
+ *    _synset_domain_region_of, _synset_domain_usage_of), so no test triple
+ *    is its train triple read backwards through an inverse relation; 11
+ *    relations. Entities left without a triple are dropped.
  *  - RDPS_WORDNET_CUT_CORE: a dense core for any edition, found by peeling the
  *    entity of lowest degree (ties broken by a fixed hash of the name,
  *    independent of the seed) until target_entities remain, then keeping the
@@ -139,6 +145,7 @@ struct rdps_dataset_stats {
 enum rdps_wordnet_cut {
 	RDPS_WORDNET_CUT_WN18 = 0,
 	RDPS_WORDNET_CUT_CORE,
+	RDPS_WORDNET_CUT_WN18RR,
 };
 
 struct rdps_wordnet_opts {

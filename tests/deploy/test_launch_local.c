@@ -75,23 +75,6 @@ static pid_t start_job(const char *log)
 	return rdps_test_spawn(argv, log);
 }
 
-/* Polls log until it contains what, up to timeout_ms. Returns the text. */
-static char *wait_log(const char *log, const char *what, int timeout_ms)
-{
-	uint64_t deadline = rdps_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-
-	for (;;) {
-		char *text = rdps_test_slurp(log);
-
-		if (text && strstr(text, what))
-			return text;
-		if (rdps_now_ns() >= deadline)
-			cr_assert_fail("'%s' not in %s after %d ms:\n%s", what, log, timeout_ms, text ? text : "");
-		free(text);
-		usleep(20000);
-	}
-}
-
 /* The pid the launcher printed for a process ("trainer 1 (pid N): ..."). */
 static pid_t pid_of(const char *text, const char *name)
 {
@@ -139,8 +122,8 @@ Test(launch_local, sigkill_of_a_trainer_stops_the_job)
 
 	cr_assert_gt(launcher, 0);
 	/* Mid-run: both trainers have logged progress. */
-	free(wait_log(log, "\n[trainer 1] step", 60000));
-	text = wait_log(log, "\n[trainer 0] step", 30000);
+	free(rdps_test_wait_log(log, "\n[trainer 1] step", 60000));
+	text = rdps_test_wait_log(log, "\n[trainer 0] step", 30000);
 	job_pids(text, pids);
 	free(text);
 	cr_assert_eq(kill(pids[3], SIGKILL), 0);
@@ -167,7 +150,7 @@ Test(launch_local, sigint_stops_the_job)
 	int st;
 
 	cr_assert_gt(launcher, 0);
-	text = wait_log(log, "\n[trainer 1] step", 60000);
+	text = rdps_test_wait_log(log, "\n[trainer 1] step", 60000);
 	job_pids(text, pids);
 	free(text);
 	cr_assert_eq(kill(launcher, SIGINT), 0);

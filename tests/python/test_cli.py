@@ -70,3 +70,10 @@ def test_launch_py_line_errors(tmp_path):
     r = run(*base, "--part_config", "p/x.json", "--dry_run", "python3 t.py --a 1")
     assert r.returncode == 0, r.stderr
     assert "--server_arg=%s/p" % tmp_path in r.stderr and "RDPS_NUM_SAMPLERS=0" in r.stdout
+    # Over ssh each machine's launcher starts in the workspace itself: the
+    # workspace goes to rdps launch, the paths stay relative to it.
+    r = run("launch", "--backend", "ssh", *base[1:], "--part_config", "p/x.json", "--dry_run",
+            "python3 t.py --a 1")
+    assert r.returncode == 0, r.stderr
+    assert "--workspace %s" % tmp_path in r.stdout and "--server_arg=p " in r.stdout, r.stdout
+    assert "rdps-dgl . " in r.stdout, r.stdout

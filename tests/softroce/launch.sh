@@ -53,6 +53,9 @@ echo "local launches over tcp: test MRR ${local_mrrs[*]}"
 
 echo "== two hosts: machine 0 in guest a, machine 1 in guest b, over verbs"
 printf '10.99.0.1 %d 1\n10.99.0.2 %d 1\n' "$port" "$port" >"$OUT/ip_config.txt"
+# The two launchers are started separately: they share the job's secret
+# (a launcher makes one only for the machines it starts itself).
+secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
 for m in 0 1; do
 	# --grace: a host whose trainer is done keeps its server for the other
 	# host's trainer (the job ends when trainer 0 shuts every server down).
@@ -60,6 +63,7 @@ for m in 0 1; do
 #!/usr/bin/env bash
 set -euo pipefail
 cd "$BUILD"
+export RDPS_SECRET=$secret
 exec timeout 540 ./rdps launch --backend local --machine $m --grace 120 \
 	--ip_config "$OUT/ip_config.txt" -- $(printf '%q ' "${train_args[@]}") --transport verbs
 SCRIPT

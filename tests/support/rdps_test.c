@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include <arpa/inet.h>
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,4 +261,47 @@ int rdps_test_recv_all(int s, void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+char *rdps_test_wait_log(const char *log, const char *what, int timeout_ms)
+{
+	uint64_t deadline = rdps_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	for (;;) {
+		char *text = rdps_test_slurp(log);
+
+		if (text && strstr(text, what))
+			return text;
+		if (rdps_now_ns() >= deadline)
+			cr_assert_fail("'%s' not in %s after %d ms:\n%s", what, log, timeout_ms,
+				       text ? text : "(none)");
+		free(text);
+		usleep(20000);
+	}
+}
+
+int rdps_test_sh(const char *log, const char *fmt, ...)
+{
+	char cmd[2048], full[2600];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	snprintf(full, sizeof(full), "timeout 60 sh -ec '%s' >>'%s' 2>&1", cmd, log);
+	st = system(full);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+double rdps_test_log_number(const char *log, const char *key)
+{
+	char *text = rdps_test_slurp(log);
+	const char *p = text ? strstr(text, key) : NULL;
+	double v;
+
+	cr_assert(p, "no '%s' in %s:\n%s", key, log, text ? text : "(missing)");
+	v = atof(p + strlen(key));
+	free(text);
+	return v;
 }

@@ -34,6 +34,18 @@ int rdps_test_wait_port(const char *host, int port, int timeout_ms);
  * logs (NULL-terminated, may be NULL). */
 char *rdps_test_port_report(int port, const char *const *logs);
 
+/* Polls the file log until it contains what, up to timeout_ms (a failed
+ * assertion, with the log, after that). Returns the log's text (malloc'd). */
+char *rdps_test_wait_log(const char *log, const char *what, int timeout_ms);
+
+/* The number after the first occurrence of key in the file log (e.g.
+ * "Test average MRR : "); a failed assertion, with the log, without one. */
+double rdps_test_log_number(const char *log, const char *key);
+
+/* Runs the shell command fmt ('sh -ec', bounded by 60 s), its output
+ * appended to log. Returns its exit status (128: it did not exit). */
+int rdps_test_sh(const char *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Reads a whole file into a malloc'd NUL-terminated string (NULL on error). */
 char *rdps_test_slurp(const char *path);
 /* The same, with its length (binary files); *len may be NULL. */

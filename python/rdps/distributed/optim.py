@@ -114,6 +114,9 @@ class SparseOptimizer:
                 "emb_states": states}
 
     def load_local_state_dict(self, state):
+        """Writes a local_state_dict's rows back: each embedding's state for
+        the ids it lists (an embedding this optimizer does not hold, or
+        state of another shape, is refused)."""
         for name, emb_state in state["emb_states"].items():
             emb = next((e for e in self._params if e.name == name), None)
             if emb is None:
