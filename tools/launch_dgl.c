@@ -2,16 +2,16 @@
 /*
  * DGL's launch line (its tools/launch.py) on rdps launch. A user's
  *
- *   launch.py --workspace W --num_trainers T --num_samplers S --num_servers 1
+ *   launch.py --workspace W --num_trainers T --num_samplers S --num_servers N
  *             --part_config P --ip_config I [--extra_envs K=V ...]
- *             [--num_omp_threads N] "python3 train_dist.py ARGS"
+ *             [--num_omp_threads M] "python3 train_dist.py ARGS"
  *
  * runs as `rdps launch` with the same arguments (and rdps launch's own
  * options, --backend among them, anywhere before the command): it becomes
  *
- *   rdps launch --ip_config I --num_client_proc T --num_servers 1
+ *   rdps launch --num_server_threads N --ip_config I --num_client_proc T
  *       --server_arg=--graph --server_arg=DIR(P) [own options] --exec --
- *       /usr/bin/env RDPS_NUM_SAMPLERS=S [OMP_NUM_THREADS=N] [K=V ...]
+ *       /usr/bin/env RDPS_NUM_SAMPLERS=S [OMP_NUM_THREADS=M] [K=V ...]
  *       /bin/sh -c 'cd "$1" && eval "exec $2"' rdps-dgl W "python3 train_dist.py ARGS"
  *
  * so it works over every backend. I is DGL's ip_config ('IP [PORT]' per
@@ -153,12 +153,15 @@ static int parse(int argc, char **argv, struct dgl_line *d)
 			"partition the servers serve)\n");
 		return -EINVAL;
 	}
-	if (d->servers && strcmp(d->servers, "1")) {
-		fprintf(stderr, "rdps launch: --num_servers %s: rdps serves one part of the graph per "
-			"server and machine (DGL's extra servers per machine share the same part; rdps's "
-			"server takes the load with --num_server_threads): give --num_servers 1\n",
-			d->servers);
-		return -EINVAL;
+	if (d->servers) {
+		char *end;
+		long nsv = strtol(d->servers, &end, 10);
+
+		if (*end || end == d->servers || nsv < 1 || nsv > 64) {
+			fprintf(stderr, "rdps launch: --num_servers %s: give 1..64 (servers per "
+				"machine)\n", d->servers);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -188,12 +191,21 @@ static char *part_dir(const char *workspace, const char *part_config)
 	return p;
 }
 
+static bool quiet_line(const struct dgl_line *d)
+{
+	for (int i = 0; i < d->num_own; i++)
+		if (!strcmp(d->own[i], "--quiet"))
+			return true;
+	return false;
+}
+
 int rdps_launch_dgl(int argc, char **argv)
 {
 	struct dgl_line d = { 0 };
 	char **out = NULL, *graph = NULL, *dir = NULL, *samplers = NULL, *omp = NULL;
 	int n = 0, ret, rc = 2;
 	bool quiet = false, ssh = false;
+	char threads[16];
 
 	if ((ret = parse(argc, argv, &d)))
 		goto done;
@@ -216,11 +228,23 @@ int rdps_launch_dgl(int argc, char **argv)
 	sprintf(graph, "--server_arg=%s", dir);
 	snprintf(samplers, 64, "RDPS_NUM_SAMPLERS=%s", d.samplers ? d.samplers : "0");
 	out[n++] = argv[0];
-	for (int i = 0; i < d.num_own; i++) {
-		out[n++] = d.own[i];
-		if (!strcmp(d.own[i], "--quiet"))
-			quiet = true;
+	/* DGL's extra servers of a machine serve the same part from shared
+	 * memory, to share its load; an rdps server shares a part's load over
+	 * threads: N servers per machine become one with N threads (an explicit
+	 * --num_server_threads, coming later, wins). */
+	quiet = quiet_line(&d);
+	if (d.servers && strcmp(d.servers, "1")) {
+		snprintf(threads, sizeof(threads), "%s", d.servers);
+		out[n++] = "--num_server_threads";
+		out[n++] = threads;
+		if (!quiet)
+			fprintf(stderr, "rdps launch: --num_servers %s: one server per machine with %s "
+				"threads (rdps serves a part of the graph from one process; its threads "
+				"share the load as DGL's %s servers of a machine do)\n", d.servers,
+				d.servers, d.servers);
 	}
+	for (int i = 0; i < d.num_own; i++)
+		out[n++] = d.own[i];
 	if (ssh && d.workspace) {
 		out[n++] = "--workspace";
 		out[n++] = (char *)d.workspace;

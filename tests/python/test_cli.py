@@ -59,8 +59,14 @@ def test_launch_py_line_errors(tmp_path):
     starts, saying why."""
     ipc = write_ip_config(tmp_path, 2)
     base = ["launch", "--workspace", str(tmp_path), "--num_trainers", "1", "--ip_config", ipc]
-    r = run(*base, "--part_config", "p/x.json", "--num_servers", "2", "python3 t.py")
-    assert r.returncode == 2 and "one part of the graph per server" in r.stderr, r.stderr
+    r = run(*base, "--part_config", "p/x.json", "--num_servers", "0", "python3 t.py")
+    assert r.returncode == 2 and "--num_servers 0: give 1..64" in r.stderr, r.stderr
+    # DGL's N servers of a machine (sharing its part) are one rdps server
+    # with N threads.
+    r = run(*base, "--part_config", "p/x.json", "--num_servers", "3", "--dry_run", "python3 t.py")
+    assert r.returncode == 0, r.stderr
+    assert "--num_server_threads 3" in r.stdout and "one server per machine with 3 threads" \
+        in r.stderr, (r.stdout, r.stderr)
     r = run(*base, "python3 t.py")
     assert r.returncode == 2 and "needs --part_config" in r.stderr, r.stderr
     r = run(*base, "--part_config", "p/x.json", "--num_samplers", "1")
