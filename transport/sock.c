@@ -236,6 +236,24 @@ void rdps_sock_peer(int fd, char *buf, size_t len)
 	rdps_sock_addr_str((struct sockaddr *)&ss, buf, len);
 }
 
+bool rdps_sock_is_same_host(int fd, const struct sockaddr *sa)
+{
+	struct sockaddr_storage me;
+	socklen_t ml = sizeof(me);
+
+	if (rdps_sock_is_loopback(sa))
+		return true;
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) || me.ss_family != sa->sa_family)
+		return false;
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)&me)->sin_addr.s_addr;
+	if (sa->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
+			       &((const struct sockaddr_in6 *)&me)->sin6_addr, sizeof(struct in6_addr));
+	return false;
+}
+
 bool rdps_sock_is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET) {

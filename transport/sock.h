@@ -39,5 +39,10 @@ void rdps_sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 /* Whether an address is this machine's loopback (127.0.0.0/8, ::1, or
  * IPv4 loopback mapped into IPv6): a peer there runs on this machine. */
 bool rdps_sock_is_loopback(const struct sockaddr *sa);
+/* Whether connection fd's peer (sa) runs on this machine: loopback, or the
+ * very address the connection reached here (a process of this host that
+ * connected to one of its own addresses: the kernel routes it locally, and
+ * drops packets from outside claiming a local source, accept_local=0). */
+bool rdps_sock_is_same_host(int fd, const struct sockaddr *sa);
 
 #endif

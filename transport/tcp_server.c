@@ -336,7 +336,7 @@ static void inbox_drain(struct tcp_worker *w)
 		struct tcp_inbox_item *next = it->next;
 
 		if (it->is_conn)
-			sconn_add(w, it->fd, it->since_ns, it->peer, it->loopback);
+			sconn_add(w, it->fd, it->since_ns, it->peer, it->same_host);
 		else
 			reply_local(w, it->token, it->type, it->status, it->payload, it->len);
 		free(it);

@@ -103,7 +103,7 @@ struct tcp_sconn {
 	bool reading;          /* EPOLLIN armed */
 	bool writing;          /* EPOLLOUT armed */
 	bool stalled;          /* frames left in rx when it had to stop taking requests */
-	bool loopback;         /* the peer is on this machine (127/8, ::1) */
+	bool same_host;        /* the peer is on this machine (rdps_sock_is_same_host) */
 	bool authenticated;    /* proved the server's secret */
 	uint8_t waiting;       /* TCP_WAIT_*: on the worker's paused queue of that budget */
 	bool drained;          /* its replies drained while it waited for the budget */
@@ -157,7 +157,7 @@ struct tcp_inbox_item {
 	bool is_conn;
 	int fd;                   /* is_conn: the accepted socket */
 	uint64_t since_ns;        /* is_conn: when accepted */
-	bool loopback;            /* is_conn: from this machine */
+	bool same_host;           /* is_conn: from this machine */
 	char peer[64];
 	uint64_t token;           /* a reply: */
 	uint32_t type;
@@ -239,7 +239,7 @@ void tcp_inbox_put(struct tcp_worker *w, struct tcp_inbox_item *it);
 
 /* tcp_srv_conn.c */
 int sconn_add(struct tcp_worker *w, int fd, uint64_t since_ns, const char *peer,
-	      bool loopback);
+	      bool same_host);
 int sconn_read(struct tcp_worker *w, struct tcp_sconn *sc);
 int sconn_flush(struct tcp_worker *w, struct tcp_sconn *sc);
 int sconn_update(struct tcp_worker *w, struct tcp_sconn *sc);

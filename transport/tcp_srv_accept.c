@@ -135,7 +135,7 @@ int tcp_accept(struct tcp_server *ts)
 		struct tcp_worker *to;
 		char peer[64];
 		int fd, one = 1;
-		bool loopback;
+		bool same_host;
 
 		fd = accept4(ts->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -187,7 +187,7 @@ int tcp_accept(struct tcp_server *ts)
 			setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 		}
 		rdps_sock_addr_str((struct sockaddr *)&ss, peer, sizeof(peer));
-		loopback = rdps_sock_is_loopback((struct sockaddr *)&ss);
+		same_host = rdps_sock_is_same_host(fd, (struct sockaddr *)&ss);
 		__atomic_fetch_add(&ts->nconns, 1, __ATOMIC_RELAXED);
 		if (ts->base.stats)
 			RDPS_STAT_ADD(ts->base.stats->connections, 1);
@@ -195,7 +195,7 @@ int tcp_accept(struct tcp_server *ts)
 		/* Counted now, so the next accept balances with it. */
 		__atomic_fetch_add(&to->nconns, 1, __ATOMIC_RELAXED);
 		if (to == &ts->workers[0]) {
-			sconn_add(to, fd, rdps_now_ns(), peer, loopback);
+			sconn_add(to, fd, rdps_now_ns(), peer, same_host);
 		} else {
 			struct tcp_inbox_item *it = calloc(1, sizeof(*it));
 
@@ -206,7 +206,7 @@ int tcp_accept(struct tcp_server *ts)
 				continue;
 			}
 			it->is_conn = true;
-			it->loopback = loopback;
+			it->same_host = same_host;
 			it->fd = fd;
 			it->since_ns = rdps_now_ns();
 			snprintf(it->peer, sizeof(it->peer), "%s", peer);

@@ -644,7 +644,7 @@ int sconn_read(struct tcp_worker *w, struct tcp_sconn *sc)
 /* Makes fd (accepted at since_ns) a connection of worker w, counted in
  * w->nconns and the server's already. On failure the socket is closed. */
 int sconn_add(struct tcp_worker *w, int fd, uint64_t since_ns, const char *peer,
-	      bool loopback)
+	      bool same_host)
 {
 	struct epoll_event ev;
 	struct tcp_sconn *sc;
@@ -672,7 +672,7 @@ int sconn_add(struct tcp_worker *w, int fd, uint64_t since_ns, const char *peer,
 	sc->slot = slot;
 	sc->gen = ++w->next_gen;
 	sc->reading = true;
-	sc->loopback = loopback;
+	sc->same_host = same_host;
 	sc->since_ns = since_ns;
 	sc->deadline_ns = since_ns + w->ts->handshake_ns;
 	link_init(&sc->hs);

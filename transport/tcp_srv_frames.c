@@ -120,7 +120,7 @@ int tcp_handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 		.type = h->type, .client_id = sc->client_id,
 		.num_clients = sc->num_clients, .observer = sc->observer,
 		.peer = sc->peer, .token = tcp_make_token(sc), .errmsg = why, .errlen = sizeof(why),
-		.admin = sc->authenticated || sc->loopback,
+		.admin = sc->authenticated || sc->same_host,
 	};
 	struct rdps_server_stats st;
 	struct rdps_table_desc desc;

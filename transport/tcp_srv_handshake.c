@@ -64,7 +64,7 @@ static int admit(struct tcp_server *ts, struct tcp_sconn *sc, bool authenticated
 	req.client_id = hello->client_id;
 	req.num_clients = hello->num_clients;
 	req.observer = hello->flags & RDPS_HELLO_OBSERVER;
-	req.admin = authenticated || sc->loopback;
+	req.admin = authenticated || sc->same_host;
 	req.pushed_rows = hello->pushed_rows;
 	ret = ts->p.handle(ts->p.ctx, &req);
 	if (ret < 0) {
@@ -138,7 +138,7 @@ int tcp_handle_hello(struct tcp_server *ts, struct tcp_sconn *sc,
 		/* Protected mode: without a secret, nothing tells a job's
 		 * process from anyone who reaches the port, so only peers on
 		 * this machine are served unless the operator said otherwise. */
-		if (!sc->loopback && !ts->p.allow_unauthenticated) {
+		if (!sc->same_host && !ts->p.allow_unauthenticated) {
 			snprintf(why, sizeof(why), "server %u has no secret, so it serves only "
 				 "clients on its own machine (protected mode): give the job a "
 				 "secret (--secret-file or $RDPS_SECRET on every process; rdps "

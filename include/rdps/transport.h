@@ -340,7 +340,8 @@ struct rdps_listen_params {
 	void *ctx;
 	const struct rdps_secret *secret;  /* clients must prove it; NULL: none */
 	bool allow_unauthenticated;        /* without a secret, serve peers beyond
-					    * this machine too (else: loopback only) */
+					    * this machine too (else: loopback, or
+					    * the connection's own address, only) */
 	/* Limits against hostile or overloaded peers (stream backends; 0: the
 	 * default, as rdps server --help states). */
 	uint32_t max_connections;          /* open at once; more are closed at once */

@@ -383,19 +383,32 @@ Test(exposed, frames_being_received_stay_within_the_request_budget)
 
 /* ---------------------------------------------------------------------- */
 
-/* This test's own network namespace, with a veth pair whose one end is at
- * addr (the kernel may lack the dummy driver): a peer there is not on the
+/* This test's own network namespace, with a veth pair (the kernel may lack
+ * the dummy driver): the server listens on 10.77.0.1 (rdps0), not on the
  * loopback. */
-static void own_network(const char *addr)
+static void own_network(void)
 {
-	char cmd[256];
+	static const char cmd[] = "ip link set lo up && ip link add rdps0 type veth peer name "
+				  "rdps1 && ip addr add 10.77.0.1/24 dev rdps0 && ip addr add "
+				  "10.77.0.2/24 dev rdps1 && ip link set rdps0 up && "
+				  "ip link set rdps1 up";
 
 	if (unshare(CLONE_NEWNET))
 		cr_skip_test("no network namespace of its own (unshare: %s): needs root",
 			     strerror(errno));
-	snprintf(cmd, sizeof(cmd), "ip link set lo up && ip link add rdps0 type veth peer name "
-		 "rdps1 && ip addr add %s/24 dev rdps0 && ip link set rdps0 up && "
-		 "ip link set rdps1 up", addr);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* Where this namespace's connections to 10.77.0.1 come from: 10.77.0.1
+ * itself (a process of the server's machine that dialled the machine's own
+ * address), or 10.77.0.2 (a peer the server cannot tell from another
+ * machine's: neither loopback nor the address it was reached at). */
+static void connect_from(const char *src)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "ip route replace local 10.77.0.1 dev rdps0 table local "
+		 "proto kernel scope host src %s", src);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
@@ -410,12 +423,20 @@ Test(exposed, without_a_secret_only_this_machine_is_served)
 	char err[640], *log, *ckdir;
 	int ret;
 
-	own_network("10.77.0.1");
+	own_network();
 	snprintf(srvp.host, sizeof(srvp.host), "10.77.0.1");
 	srvp_start(NULL, false, plain);
 	free(srvp_wait_log("protected mode"));
+	/* The machine's own processes, over its network address (an
+	 * ip_config with the host's IP, as DGL-KE's are written): served. */
+	connect_from("10.77.0.1");
+	c = srvp_client(0, 1, false, false);
+	srvp_expect_served(c, 1);
+	rdps_client_destroy(c);
+	/* Anyone else: refused, saying how to let them in. */
+	connect_from("10.77.0.2");
 	ret = srvp_make_client(0, 1, false, false, &c, err, sizeof(err));
-	cr_assert_eq(ret, -EACCES, "a client from 10.77.0.1 was served without a secret (%d: %s)",
+	cr_assert_eq(ret, -EACCES, "a client from 10.77.0.2 was served without a secret (%d: %s)",
 		     ret, err);
 	cr_assert(strstr(err, "protected mode") && strstr(err, "--allow-unauthenticated"), "%s",
 		  err);
