@@ -268,6 +268,7 @@ struct ofi_pull {
 	uint32_t table, n, next; /* rows [0, next) are posted or done */
 	const uint64_t *ids;
 	float *out;
+	uint64_t row_key;        /* rdps_row_table_key of the table: rows' tags */
 };
 
 struct ofi_pull_req {       /* a two-sided pull request in flight */

@@ -438,9 +438,11 @@ static int harvest_reads(struct ofi_conn *oc)
 		for (uint32_t k = 0; k < rd->nrows; k++) {
 			uint32_t boff = rd->boff + k * t->stride;
 			const char *row = oc->bounce + boff;
+			uint64_t tag = rdps_row_tag(pl->row_key, pl->ids[rd->row + k]);
 			uint32_t tries = 0;
 
-			while (oc->consistency == RDPS_READ_VALIDATED && !rdps_row_valid(row, t->dim)) {
+			while (oc->consistency == RDPS_READ_VALIDATED &&
+			       !rdps_row_valid(row, t->dim, tag)) {
 				int ret;
 
 				if (++tries > OFI_MAX_REREADS)
@@ -679,7 +681,8 @@ int ofi_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids, uint
 				 (unsigned long long)ids[i], c->tables[table].name);
 			return -ERANGE;
 		}
-	oc->pend[oc->npend++] = (struct ofi_pull){ table, n, 0, ids, out };
+	oc->pend[oc->npend++] = (struct ofi_pull){
+		table, n, 0, ids, out, rdps_row_table_key(table, c->tables[table].name) };
 	/* Start now, so reads to several servers overlap. */
 	return oc->one_sided ? issue_reads(oc) : issue_requests(oc);
 }

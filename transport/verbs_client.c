@@ -299,9 +299,11 @@ static int harvest_reads(struct verbs_conn *vc)
 		for (uint32_t k = 0; k < rd->nrows; k++) {
 			uint32_t boff = rd->boff + k * t->stride;
 			const char *row = vc->bounce + boff;
+			uint64_t tag = rdps_row_tag(pl->row_key, pl->ids[rd->row + k]);
 			uint32_t tries = 0;
 
-			while (vc->consistency == RDPS_READ_VALIDATED && !rdps_row_valid(row, t->dim)) {
+			while (vc->consistency == RDPS_READ_VALIDATED &&
+			       !rdps_row_valid(row, t->dim, tag)) {
 				int ret;
 
 				if (++tries > VERBS_MAX_REREADS)
@@ -338,7 +340,8 @@ int verbs_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 				 (unsigned long long)ids[i], c->tables[table].name);
 			return -ERANGE;
 		}
-	vc->pend[vc->npend++] = (struct verbs_pull){ table, n, 0, ids, out };
+	vc->pend[vc->npend++] = (struct verbs_pull){
+		table, n, 0, ids, out, rdps_row_table_key(table, c->tables[table].name) };
 	/* Start now, so reads to several servers overlap. */
 	return issue_reads(vc);
 }

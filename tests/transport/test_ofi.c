@@ -62,6 +62,12 @@ static float *row_data(struct tsrv *s, uint64_t id)
 	return (float *)(s->rows + id * s->stride + RDPS_ROW_DATA_OFFSET);
 }
 
+/* The table is "entity" in slot 0. */
+static uint64_t row_tag(uint64_t id)
+{
+	return rdps_row_tag(rdps_row_table_key(0, "entity"), id);
+}
+
 static void row_seal(struct tsrv *s, uint64_t id)
 {
 	char *r = s->rows + id * s->stride;
@@ -70,7 +76,7 @@ static void row_seal(struct tsrv *s, uint64_t id)
 	memcpy(&ver, r, 8);
 	ver++;
 	memcpy(r, &ver, 8);
-	check = rdps_row_checksum(ver, row_data(s, id), DIM);
+	check = rdps_row_checksum(row_tag(id), ver, row_data(s, id), DIM);
 	memcpy(r + RDPS_ROW_CHECK_OFFSET, &check, 8);
 }
 
@@ -420,7 +426,7 @@ static void torn_row(int consistency)
 	cr_assert_eq(p.out[3], -7.0f);
 	cr_assert_eq(p.out[0], 5.0f);
 	if (consistency == RDPS_READ_RELAXED)
-		cr_assert(!rdps_row_valid(r, DIM) && p.c->rereads == 0,
+		cr_assert(!rdps_row_valid(r, DIM, row_tag(p.id)) && p.c->rereads == 0,
 			  "relaxed mode took the torn row as it was");
 	rdps_transport_ofi()->close(p.c);
 	server_stop();

@@ -217,7 +217,9 @@ static struct verbs_conn *vc;
 static void write_row(uint64_t id, const float *data)
 {
 	char *row = m.region + id * m.stride;
-	uint64_t version = 1, check = rdps_row_checksum(version, data, DIM);
+	uint64_t version = 1,
+		 check = rdps_row_checksum(rdps_row_tag(rdps_row_table_key(0, "entity"), id), version,
+					   data, DIM);
 
 	memcpy(row, &version, 8);
 	memcpy(row + RDPS_ROW_CHECK_OFFSET, &check, 8);
