@@ -53,6 +53,7 @@ struct rdps_client {
 	uint32_t *perm; size_t perm_cap;      /* sorted position -> input position */
 	void *xbuf; size_t xcap;              /* get/set rows repacked */
 	bool unflushed;                       /* pushes since the last flush */
+	void *transport_shared;               /* the backend's, for all conns (params' shared) */
 	struct rdps_pull_batch *busy;         /* the batch with pulls in flight, or NULL */
 	struct rdps_pull_batch *own;          /* rdps_client_pull()'s, made at its first call */
 };
@@ -389,6 +390,7 @@ int rdps_client_create(const struct rdps_client_params *p,
 			.read_consistency = p->read_consistency,
 			.observer = p->observer,
 			.secret = p->secret,
+			.shared = &c->transport_shared,
 		};
 
 		if (!s) {
@@ -1097,14 +1099,30 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 
 int rdps_client_flush(struct rdps_client *c)
 {
+	bool split = c->ops->call_send && c->ops->call_recv;
 	int first = 0;
 
 	if (ensure_conns(c))
 		return -ENOTCONN;
 	c->unflushed = false;
+	/* Every server's flush goes out before any is waited for (the
+	 * waits then overlap); c->cursor (scratch) marks those that failed. */
 	for (uint32_t s = 0; s < c->num_servers; s++) {
-		int ret = c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0);
+		int ret = split ? c->ops->call_send(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, 0) : 0;
 
+		c->cursor[s] = ret != 0;
+		if (ret)
+			ret = lost_pushes(c, conn_fail(c, ret, s), s);
+		if (ret && !first)
+			first = ret;
+	}
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		int ret;
+
+		if (c->cursor[s])
+			continue;
+		ret = split ? c->ops->call_recv(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, 0)
+			    : c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0);
 		if (ret)
 			ret = lost_pushes(c, conn_fail(c, ret, s), s);
 		if (ret && !first)

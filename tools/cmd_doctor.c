@@ -557,9 +557,9 @@ static void check_memlock(struct doctor *d)
 	}
 	shard = server_shard_bytes(d, why, sizeof(why));
 	/* What the backend registers besides the shards, as it says. */
-	rdps_transport_find(ofi ? "ofi" : "verbs")->query(d->clients, &ti);
+	rdps_transport_find(ofi ? "ofi" : "verbs")->query(d->clients, S, &ti);
 	server = shard + ti.server_pinned_bytes;
-	trainer = (unsigned long long)S * ti.conn_pinned_bytes;
+	trainer = ti.client_pinned_bytes;
 	need = server > trainer ? server : trainer;
 	fmt_bytes(a, sizeof(a), need);
 	fmt_bytes(b, sizeof(b), rl.rlim_cur);

@@ -200,6 +200,7 @@ static int bind_session(void *ctx, const struct rdps_tcp_bind_who *who, const vo
 	ss->addr = addr;
 	ss->token = who->session;
 	ss->cookie = ofi_cookie(os->p.secret, who->session);
+	ss->conn = req.conn;
 	ss->client_id = who->client_id;
 	ss->num_clients = who->num_clients;
 	snprintf(ss->peer, sizeof(ss->peer), "%s (client %u, ofi)", who->peer, who->client_id);
@@ -347,6 +348,7 @@ void ofi_destroy(struct rdps_tserver *s, int timeout_ms)
 	free(os->gens);
 	free(os->rows_pending);
 	free(os->answer_len);
+	free(os->answer_tag);
 	free(os->pull_ids);
 	free(os);
 }
@@ -469,7 +471,15 @@ int ofi_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, ch
 	os->busy_poll_ns = ofi_busy_poll_ns();
 	memcpy(os->regions, p->regions, p->num_regions * sizeof(*p->regions));
 	os->p.regions = os->regions;
-	ret = ofi_ep_open(&os->e, p->host, true, err, errlen);
+	{
+		/* The receive pool and control sends, and two-sided answers
+		 * from the pool's slots; a session per client. */
+		struct ofi_ep_want w = { .server = true, .index = p->server_id,
+					 .tx = OFI_CTL_SLOTS + OFI_POOL_MAX_SLOTS,
+					 .rx = OFI_POOL_MAX_SLOTS, .av = OFI_MAX_SESSIONS };
+
+		ret = ofi_ep_open(&os->e, p->host, &w, err, errlen);
+	}
 	if (ret)
 		goto err_destroy;
 	ret = expose_regions(os, err, errlen);
@@ -486,8 +496,10 @@ int ofi_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, ch
 	os->gens = calloc(OFI_MAX_SESSIONS, sizeof(*os->gens));
 	os->rows_pending = calloc(max_slots, sizeof(*os->rows_pending));
 	os->answer_len = calloc(max_slots, sizeof(*os->answer_len));
+	os->answer_tag = calloc(max_slots, sizeof(*os->answer_tag));
 	os->pull_ids = malloc(os->e.msg_size);
-	if (!os->sessions || !os->gens || !os->rows_pending || !os->answer_len || !os->pull_ids) {
+	if (!os->sessions || !os->gens || !os->rows_pending || !os->answer_len ||
+	    !os->answer_tag || !os->pull_ids) {
 		ret = -ENOMEM;
 		goto err_destroy;
 	}

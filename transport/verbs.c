@@ -7,7 +7,8 @@
 
 #include "verbs.h"
 
-static void verbs_query(uint32_t num_clients, struct rdps_transport_info *out)
+static void verbs_query(uint32_t num_clients, uint32_t num_servers,
+			struct rdps_transport_info *out)
 {
 	uint64_t slots = (uint64_t)num_clients * VERBS_SHARE_TARGET;
 
@@ -21,6 +22,9 @@ static void verbs_query(uint32_t num_clients, struct rdps_transport_info *out)
 		.push_msg_bytes = VERBS_MSG_SIZE,
 		.server_pinned_bytes = slots * VERBS_MSG_SIZE,
 		.conn_pinned_bytes = VERBS_BOUNCE + (size_t)VERBS_SEND_SLOTS * VERBS_MSG_SIZE,
+		.client_pinned_bytes = (VERBS_BOUNCE + (size_t)VERBS_SEND_SLOTS * VERBS_MSG_SIZE) *
+				       (num_servers ? num_servers : 1),
+		.client_endpoints = num_servers ? num_servers : 1,
 		.one_sided_pulls = true,
 	};
 }

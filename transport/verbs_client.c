@@ -505,6 +505,48 @@ int verbs_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const vo
 	return ret;
 }
 
+/* A flush's first half: a SEND behind the pushes on the same queue pair;
+ * signaled, so the pushes' queue entries are known free after it. */
+static int flush_post(struct verbs_conn *vc)
+{
+	struct verbs_msg_hdr h = { .type = RDPS_REQ_FLUSH, .len = 0 };
+	int ret;
+
+	if (!vc->id || !vc->id->qp)
+		return 0; /* an observer pushes nothing */
+	if (!can_send(vc) &&
+	    (ret = poll_until(vc, can_send, "server credits for a flush")))
+		return ret;
+	memcpy(send_prepare(vc, 0, sizeof(h), IBV_SEND_SIGNALED), &h, sizeof(h));
+	if ((ret = sq_post(vc, vc->swrs, 1, "posting a SEND failed: %s")))
+		return ret;
+	vc->flush_want++;
+	return 0;
+}
+
+/* ... and its second: the acknowledgement, and what the server refused. */
+static int flush_wait(struct verbs_conn *vc)
+{
+	int ret;
+
+	if (!vc->id || !vc->id->qp)
+		return 0;
+	ret = poll_until(vc, flush_acked, "the flush acknowledgement");
+	if (ret)
+		return ret;
+	if (vc->flush_failed) {
+		char why[128];
+
+		snprintf(why, sizeof(why),
+			 "the server refused %u push message(s) since the last flush (see its log)",
+			 vc->flush_failed);
+		vc->flush_failed = 0;
+		snprintf(vc->base.errmsg, sizeof(vc->base.errmsg), "%s: %s", vc->base.peer, why);
+		return -EIO;
+	}
+	return 0;
+}
+
 int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
 		      void *reply, size_t reply_len, int timeout_ms)
 {
@@ -522,33 +564,8 @@ int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_l
 			snprintf(c->errmsg, sizeof(c->errmsg), "%s", vc->ctl->errmsg);
 		return ret;
 	}
-	/* A flush travels behind the pushes on the same queue pair; signaled,
-	 * so the pushes' queue entries are known free after it. */
-	if (!can_send(vc) &&
-	    (ret = poll_until(vc, can_send, "server credits for a flush")))
-		return ret;
-	{
-		struct verbs_msg_hdr h = { .type = RDPS_REQ_FLUSH, .len = 0 };
-
-		memcpy(send_prepare(vc, 0, sizeof(h), IBV_SEND_SIGNALED), &h, sizeof(h));
-	}
-	if ((ret = sq_post(vc, vc->swrs, 1, "posting a SEND failed: %s")))
-		return ret;
-	vc->flush_want++;
-	ret = poll_until(vc, flush_acked, "the flush acknowledgement");
-	if (ret)
-		return ret;
-	if (vc->flush_failed) {
-		char why[128];
-
-		snprintf(why, sizeof(why),
-			 "the server refused %u push message(s) since the last flush (see its log)",
-			 vc->flush_failed);
-		vc->flush_failed = 0;
-		snprintf(c->errmsg, sizeof(c->errmsg), "%s: %s", c->peer, why);
-		return -EIO;
-	}
-	return 0;
+	ret = flush_post(vc);
+	return ret ? ret : flush_wait(vc);
 }
 
 void verbs_close(struct rdps_conn *c)
@@ -757,7 +774,9 @@ int verbs_call_send(struct rdps_conn *c, uint32_t type, const void *req, size_t 
 
 	if (vc->broken)
 		return -ENOTCONN;
-	if (type == RDPS_REQ_FLUSH || !vc->ctl->ops->call_send)
+	if (type == RDPS_REQ_FLUSH)
+		return flush_post(vc);
+	if (!vc->ctl->ops->call_send)
 		return -EINVAL;
 	ret = vc->ctl->ops->call_send(vc->ctl, type, req, req_len, timeout_ms);
 	if (ret)
@@ -773,7 +792,9 @@ int verbs_call_recv(struct rdps_conn *c, uint32_t type, void *reply, size_t repl
 
 	if (vc->broken)
 		return -ENOTCONN;
-	if (type == RDPS_REQ_FLUSH || !vc->ctl->ops->call_recv)
+	if (type == RDPS_REQ_FLUSH)
+		return flush_wait(vc);
+	if (!vc->ctl->ops->call_recv)
 		return -EINVAL;
 	ret = vc->ctl->ops->call_recv(vc->ctl, type, reply, reply_len, timeout_ms);
 	c->reply_len = vc->ctl->reply_len;

@@ -218,6 +218,12 @@ struct rdps_conn_params {
 	bool observer;             /* admin connection: not a client of the job */
 	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
 	uint64_t pushed_rows;      /* rows this client pushed to this server before */
+	/* Where a backend keeps what one client's connections share (RDMA
+	 * backends: one endpoint or completion queue, protection domain and
+	 * buffers for all the client's servers), or NULL (nothing shared). The
+	 * client's, used by one thread; *shared starts NULL, the backend fills
+	 * it at the first connect and clears it when the last of them closes. */
+	void **shared;
 };
 
 struct rdps_conn {
@@ -321,6 +327,8 @@ struct rdps_transport_info {
 	size_t push_msg_bytes;      /* payload of one push message on the wire, at most */
 	size_t server_pinned_bytes; /* memory a server registers besides its shards */
 	size_t conn_pinned_bytes;   /* memory a client registers per server connection */
+	size_t client_pinned_bytes; /* ... for all its servers' connections */
+	uint32_t client_endpoints;  /* queue pairs or endpoints a client opens for them */
 	bool one_sided_pulls;       /* pulls read server memory without its CPU */
 };
 
@@ -413,8 +421,9 @@ struct rdps_transport_ops {
 	 * slot holds no table afterwards. Clients must not read it any more. */
 	void (*remove_region)(struct rdps_tserver *s, uint32_t table_id);
 
-	/* Sizes and capabilities, for a server with num_clients clients. */
-	void (*query)(uint32_t num_clients, struct rdps_transport_info *out);
+	/* Sizes and capabilities, for a job of num_clients clients (of each
+	 * server) and num_servers servers (of each client). */
+	void (*query)(uint32_t num_clients, uint32_t num_servers, struct rdps_transport_info *out);
 	/* For "auto": 0 if this backend can reach host (writing what serves
 	 * the route, e.g. the RDMA device, into via), or -errno. */
 	int (*route)(const char *host, char *via, size_t vialen);

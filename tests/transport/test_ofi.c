@@ -142,7 +142,7 @@ static void need_provider(void)
 	cr_assert(h);
 	h->ep_attr->type = FI_EP_RDM;
 	h->caps = FI_MSG | FI_RMA | FI_READ | FI_REMOTE_READ;
-	ret = fi_getinfo(OFI_API, NULL, NULL, 0, h, &info);
+	ret = fi_getinfo(ofi_api_version(), NULL, NULL, 0, h, &info);
 	fi_freeinfo(h);
 	fi_freeinfo(info);
 	if (ret)
@@ -266,7 +266,7 @@ Test(ofi, round_trip_one_sided, .timeout = 60)
 	server_start("ofi");
 	c = client(1, RDPS_READ_VALIDATED);
 	cr_assert(ofi_conn_one_sided(c), "pulls are two-sided over %s",
-		  container_of(c, struct ofi_conn, base)->e.prov);
+		  container_of(c, struct ofi_conn, base)->g->e.prov);
 	round_trip(c);
 	cr_assert_eq(S.pulls, 0, "the server's CPU served a one-sided pull");
 	cr_assert_gt(S.pushes, 5, "pushes were not segmented");
