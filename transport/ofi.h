@@ -133,6 +133,7 @@
 #define OFI_BUSY_POLL_MAX_US 100000
 #define OFI_IDLE_SLEEP_MS 1            /* without a wait object (efa 1.17): sleep slices ... */
 #define OFI_LINGER_MS 20               /* ... but never this soon after any traffic */
+#define OFI_PROGRESS_THREADS_MAX 64
 
 _Static_assert(OFI_CTL_RECVS_PER_CONN >= OFI_SHARE_MAX + 1,
 	       "a connection's receives hold every control message a server may have on the way");
@@ -254,6 +255,7 @@ struct ofi_ep {
 	bool rma;                     /* one-sided pulls: FI_RMA reads (see why_two_sided) */
 	bool emulated_read;           /* the provider said its READs are emulated */
 	char why_two_sided[240];      /* if !rma: why, for the log, stats and doctor */
+	int two_sided_why;            /* ... as enum rdps_two_sided_why */
 	uint32_t api;                 /* the libfabric API asked for */
 	int device_rdma;              /* efa: FI_OPT_EFA_USE_DEVICE_RDMA set (1), refused
 				       * (-errno), not asked (0) */
@@ -625,6 +627,8 @@ struct ofi_server {
 	uint64_t *answer_tag;         /* per slot: the tag its answer is sent with */
 	uint64_t orphans;             /* messages of no live session */
 	uint64_t busy_poll_ns;
+	uint64_t last_traffic_ns;     /* thread 0 handled something then (atomic) */
+	uint64_t naps;                /* OFI_IDLE_SLEEP_MS sleeps without a wait object */
 	bool grow_failed_logged;
 	uint64_t *pull_ids;           /* a two-sided pull's ids, copied out of their slot */
 };

@@ -263,7 +263,9 @@ int ofi_poll_until(struct ofi_conn *oc, bool (*done)(struct ofi_conn *), const c
 	unsigned idle = 0;
 
 	while (!done(oc)) {
-		struct pollfd pfd[2] = { { .fd = rdps_tcp_conn_fd(oc->ctl), .events = POLLIN },
+		/* (No control connection: closing; a negative fd is ignored.) */
+		struct pollfd pfd[2] = { { .fd = oc->ctl ? rdps_tcp_conn_fd(oc->ctl) : -1,
+					   .events = POLLIN },
 					 { .fd = g->e.cq_fd, .events = POLLIN } };
 		int n = ofi_group_poll(oc), nfds = 1, ms = 0;
 
@@ -313,10 +315,10 @@ int ofi_poll_until(struct ofi_conn *oc, bool (*done)(struct ofi_conn *), const c
  * connection, so readable means closed. */
 static int ctl_closed(struct ofi_conn *oc, const char *what)
 {
-	struct pollfd pfd = { .fd = rdps_tcp_conn_fd(oc->ctl), .events = POLLIN };
+	struct pollfd pfd = { .fd = oc->ctl ? rdps_tcp_conn_fd(oc->ctl) : -1, .events = POLLIN };
 	char why[200];
 
-	if (poll(&pfd, 1, 0) <= 0)
+	if (!oc->ctl || poll(&pfd, 1, 0) <= 0)
 		return 0;
 	snprintf(why, sizeof(why),
 		 "the server closed its control connection (it died?) while waiting for %s", what);

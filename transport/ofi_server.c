@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,10 @@ static void publish_stats(struct ofi_server *os)
 	__atomic_store_n(&st->recv_slots, os->pool.nslots, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->recv_posted, os->pool.posted, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->rdma_sessions, os->live, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->pulls_two_sided,
+			 os->e.rma ? 0 : os->e.two_sided_why ? (uint64_t)os->e.two_sided_why
+							     : RDPS_TWO_SIDED_NO_RMA,
+			 __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -232,6 +237,24 @@ static int bind_session(void *ctx, const struct rdps_tcp_bind_who *who, const vo
 /* ---------------------------------------------------------------------- */
 /* Progress                                                               */
 
+/*
+ * A provider does work that no completion tells of: a handshake, a resend
+ * after receiver-not-ready, an emulated READ served to a client, a copy
+ * through shm. Only calls into the provider (fi_cq_read) do that work, so
+ * the server never naps while the provider may have some:
+ * - with a wait object, it sleeps on it only once fi_trywait says nothing
+ *   is left to progress by hand; when fi_trywait says otherwise it
+ *   progresses at once (not after a nap);
+ * - without one (efa of libfabric 1.17, or efa with shm), it keeps
+ *   progressing for OFI_LINGER_MS after any traffic (completions, control
+ *   connections), and all along while clients are connected that may read
+ *   the shards one-sidedly (a READ the provider serves is no completion),
+ *   yielding the CPU between rounds; it naps in OFI_IDLE_SLEEP_MS slices
+ *   only when idle.
+ * The other server threads (thread > 0) only drive the provider's progress
+ * (a read of no entries), so that it goes on while thread 0 applies a push.
+ */
+
 /* Spins on the CQ up to budget_ns for completions; returns how many were
  * handled (0: none came) or -EIO. */
 static int busy_poll(struct ofi_server *os, uint64_t budget_ns)
@@ -248,15 +271,84 @@ static int busy_poll(struct ofi_server *os, uint64_t budget_ns)
 	}
 }
 
+/* Whether to keep progressing: traffic was seen within the linger
+ * window, or (without a wait object) clients may be reading the shards,
+ * which the server learns of from no completion at all. */
+static bool lingering(const struct ofi_server *os)
+{
+	if (os->e.cq_fd < 0 && os->e.rma && __atomic_load_n(&os->live, __ATOMIC_RELAXED))
+		return true;
+	return rdps_now_ns() - __atomic_load_n(&os->last_traffic_ns, __ATOMIC_RELAXED) <
+	       OFI_LINGER_MS * 1000000ull;
+}
+
+static void traffic(struct ofi_server *os)
+{
+	__atomic_store_n(&os->last_traffic_ns, rdps_now_ns(), __ATOMIC_RELAXED);
+}
+
+/* How long thread 0 may sleep now (ms), and on which descriptors (*nfds:
+ * 1 the control connections only, 2 the CQ's wait descriptor too). */
+static int sleep_plan(struct ofi_server *os, int timeout_ms, int *nfds)
+{
+	struct fid *f = &os->e.cq->fid;
+
+	*nfds = 1;
+	if (!timeout_ms)
+		return 0;
+	if (os->e.cq_fd >= 0) {
+		/* Safe to sleep only when libfabric says so; else progress
+		 * again now. */
+		if (fi_trywait(os->e.fabric, &f, 1) != FI_SUCCESS)
+			return 0;
+		*nfds = 2;
+		return timeout_ms;
+	}
+	/* No wait object: keep progressing a while after any traffic. */
+	if (lingering(os))
+		return 0;
+	__atomic_add_fetch(&os->naps, 1, __ATOMIC_RELAXED);
+	return timeout_ms < OFI_IDLE_SLEEP_MS ? timeout_ms : OFI_IDLE_SLEEP_MS;
+}
+
+/* A thread other than 0: the provider's progress only (fi_cq_read of no
+ * entries takes none), as often as thread 0 would. */
+static int progress_only(struct ofi_server *os, int timeout_ms)
+{
+	uint64_t end = rdps_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	do {
+		ssize_t r = fi_cq_read(os->e.cq, NULL, 0);
+
+		if (r < 0 && r != -FI_EAGAIN && r != -FI_EAVAIL)
+			return -EIO;
+		if (!lingering(os)) {
+			struct pollfd pfd = { .fd = os->e.cq_fd, .events = POLLIN };
+
+			/* Idle: sleep as thread 0 does (its descriptor is only
+			 * watched here, its completions are thread 0's). */
+			if (os->e.cq_fd >= 0)
+				poll(&pfd, 1, timeout_ms < 50 ? timeout_ms : 50);
+			else
+				poll(NULL, 0, OFI_IDLE_SLEEP_MS);
+			break;
+		}
+		sched_yield();
+	} while (rdps_now_ns() < end);
+	return 0;
+}
+
 int ofi_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 {
 	struct ofi_server *os = to_ofi_server(s);
 	struct pollfd pfd[2] = { { .fd = rdps_tcp_server_fd(os->tcp), .events = POLLIN },
 				 { .fd = os->e.cq_fd, .events = POLLIN } };
-	int n = 0, nfds = 1, ret;
+	int n = 0, nfds, ms, ret;
 
-	if (thread != 0)
+	if (thread >= os->base.progress_threads)
 		return -EINVAL;
+	if (thread)
+		return progress_only(os, timeout_ms);
 	os->tcp->stats = os->base.stats;
 	/* Sessions waiting for their drain must not wait past the deadline. */
 	if (os->closing && timeout_ms > 50)
@@ -270,20 +362,11 @@ int ofi_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 			timeout_ms = 0;
 		}
 	}
-	if (timeout_ms) {
-		struct fid *f = &os->e.cq->fid;
-
-		/* The CQ's descriptor, once libfabric says sleeping on it is
-		 * safe (nothing left to progress by hand); else a short nap:
-		 * under manual progress, a provider that emulates what
-		 * clients do (rxm's RMA over tcp) needs this thread. */
-		if (os->e.cq_fd >= 0 && fi_trywait(os->e.fabric, &f, 1) == FI_SUCCESS)
-			nfds = 2;
-		else if (timeout_ms > OFI_IDLE_SLEEP_MS)
-			timeout_ms = OFI_IDLE_SLEEP_MS;
-	}
-	if (poll(pfd, (nfds_t)nfds, timeout_ms) < 0 && errno != EINTR)
+	ms = sleep_plan(os, timeout_ms, &nfds);
+	if (poll(pfd, (nfds_t)nfds, ms) < 0 && errno != EINTR)
 		return -errno;
+	if (!ms && timeout_ms && !n)
+		sched_yield(); /* progressing without a sleep: let others run */
 	if (pfd[0].revents) {
 		ret = os->tcp->ops->progress(os->tcp, 0, 0);
 		if (ret < 0)
@@ -299,6 +382,8 @@ int ofi_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 		if (ret < 256)
 			break;
 	}
+	if (n)
+		traffic(os);
 	reap(os);
 	publish_stats(os);
 	return n;
@@ -463,9 +548,13 @@ int ofi_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, ch
 	if (!os)
 		return -ENOMEM;
 	os->base.ops = rdps_transport_ofi();
-	/* One progress thread, for now (the core says so when more were
-	 * asked for). */
-	os->base.num_threads = os->base.progress_threads = 1;
+	/* One thread handles completions; the others asked for drive the
+	 * provider's progress (the core says that requests are served by
+	 * one). */
+	os->base.num_threads = 1;
+	os->base.progress_threads = p->num_threads > 1 ? p->num_threads : 1;
+	if (os->base.progress_threads > OFI_PROGRESS_THREADS_MAX)
+		os->base.progress_threads = OFI_PROGRESS_THREADS_MAX;
 	os->e.cq_fd = -1;
 	os->p = *p;
 	os->busy_poll_ns = ofi_busy_poll_ns();
@@ -520,9 +609,10 @@ int ofi_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, ch
 		goto err_destroy;
 	rdps_tcp_set_session_hook(os->tcp, control_closed, os);
 	rdps_tcp_set_bind_hook(os->tcp, bind_session, os);
-	rdps_info("server %u: ofi provider %s (%s), messages of %zu bytes, %s", p->server_id,
-		  os->e.prov, os->e.dev, os->e.msg_size,
-		  os->e.rma ? "one-sided pulls (FI_RMA reads)" : "two-sided pulls");
+	rdps_info("server %u: ofi provider %s (%s, %u device(s) on this host), libfabric API "
+		  "%u.%u, messages of %zu bytes, %s", p->server_id, os->e.prov, os->e.dev,
+		  os->e.ndomains, FI_MAJOR(os->e.api), FI_MINOR(os->e.api), os->e.msg_size,
+		  os->e.rma ? "one-sided pulls (FI_RMA reads, the device's own)" : "two-sided pulls");
 	if (!os->e.rma)
 		rdps_info("server %u: pulls are served by this server's CPU over FI_MSG: %s",
 			  p->server_id, os->e.why_two_sided);

@@ -366,6 +366,7 @@ static void efa_read_check(struct ofi_ep *e)
 
 	if (env && (!strcmp(env, "0") || !strcasecmp(env, "false") || !strcasecmp(env, "no"))) {
 		e->rma = false;
+		e->two_sided_why = RDPS_TWO_SIDED_ASKED;
 		snprintf(e->why_two_sided, sizeof(e->why_two_sided),
 			 "FI_EFA_USE_DEVICE_RDMA=%s turns the device's RDMA READ off", env);
 		return;
@@ -394,6 +395,7 @@ static void efa_read_check(struct ofi_ep *e)
 			if (ctx && !efadv_query_device(ctx, &a, sizeof(a)) &&
 			    !(a.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ)) {
 				e->rma = false;
+				e->two_sided_why = RDPS_TWO_SIDED_NO_DEVICE_READ;
 				snprintf(e->why_two_sided, sizeof(e->why_two_sided),
 					 "EFA device %s has no RDMA READ (efadv_query_device: an "
 					 "instance type without it; p4d, p5 and trn1 have it)", name);
@@ -502,11 +504,13 @@ static void read_emulation_check(struct ofi_ep *e)
 		return;
 	e->rma = false;
 	e->emulated_read = true;
+	e->two_sided_why = RDPS_TWO_SIDED_EMULATED;
 	snprintf(e->why_two_sided, sizeof(e->why_two_sided),
 		 "provider %s emulates RMA reads on %s (FI_OPT_EFA_EMULATED_READ: %s), and a "
 		 "two-sided pull costs the server less than an emulated read",
 		 e->prov, e->dev,
-		 e->device_rdma < 0 ? "the device refused device RDMA"
+		 strcmp(e->prov, "efa") ? "the provider says so"
+		 : e->device_rdma < 0 ? "the device refused device RDMA"
 		 : env_false("FI_EFA_USE_DEVICE_RDMA") ? "FI_EFA_USE_DEVICE_RDMA=0 turns device RDMA off"
 		 : e->device_rdma ? "device RDMA was asked for and not granted"
 		 : !FI_VERSION_GE(e->api, FI_VERSION(1, 18))
@@ -545,6 +549,7 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, const struct ofi_ep_want *w,
 	}
 	if (pulls && !strcmp(pulls, "msg")) {
 		rma = false;
+		e->two_sided_why = RDPS_TWO_SIDED_ASKED;
 		snprintf(e->why_two_sided, sizeof(e->why_two_sided), "RDPS_OFI_PULLS=msg");
 	}
 	ret = getinfo(prov, node, rma, w->server, &list);
@@ -553,6 +558,7 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, const struct ofi_ep_want *w,
 		ret = getinfo(prov, node, false, w->server, &list);
 		if (!ret) {
 			rma = false;
+			e->two_sided_why = RDPS_TWO_SIDED_NO_RMA;
 			snprintf(e->why_two_sided, sizeof(e->why_two_sided),
 				 "provider %s has no FI_RMA/FI_READ for RDM endpoints",
 				 list->fabric_attr->prov_name);

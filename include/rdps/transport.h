@@ -189,9 +189,22 @@ struct rdps_server_stats {
 	uint64_t rolled_back_rows; /* pushed rows a restore from a checkpoint undid */
 	uint64_t ckpt_rows_during; /* rows pushed while the last checkpoint was written
 				    * (appliers do not wait for checkpoints) */
-	uint64_t reserved[2];
+	uint64_t pulls_two_sided;  /* RDMA: 0 pulls are one-sided; else why this server's
+				    * CPU serves them (enum rdps_two_sided_why) */
+	uint64_t reserved[1];
 };
 _Static_assert(sizeof(struct rdps_server_stats) == 384, "wire layout");
+
+/* Why an RDMA backend's pulls are two-sided (served by the server's CPU). */
+enum rdps_two_sided_why {
+	RDPS_TWO_SIDED_NO_RMA = 1,      /* the provider has no RMA reads */
+	RDPS_TWO_SIDED_EMULATED = 2,    /* the provider emulates its RMA reads */
+	RDPS_TWO_SIDED_NO_DEVICE_READ = 3, /* the device does no RDMA READ */
+	RDPS_TWO_SIDED_ASKED = 4,       /* RDPS_OFI_PULLS=msg or FI_EFA_USE_DEVICE_RDMA=0 */
+};
+
+/* A line's worth saying why (stats, logs). */
+const char *rdps_two_sided_why_str(uint64_t why);
 
 /* What a server's welcome says about its state, for a client that comes
  * back to it: whether it is still the process the client pushed to, and
