@@ -339,7 +339,13 @@ static int dom_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struc
 {
 	int d = obj_find(domain);
 	const struct fi_ops_domain *ops = objs[d].ops;
-	int ret = ops->cq_open(domain, attr, cq, context);
+	int ret;
+
+	/* efa of libfabric 1.17: no wait objects. */
+	if (objs[d].counted && attr && attr->wait_obj != FI_WAIT_NONE &&
+	    env_on("RDPS_OFI_SHIM_NO_WAIT"))
+		return -FI_ENOSYS;
+	ret = ops->cq_open(domain, attr, cq, context);
 
 	if (!ret) {
 		struct fi_ops_cq *mine = malloc(sizeof(*mine));

@@ -26,6 +26,8 @@
  *   RDPS_OFI_SHIM_EMULATED_READ=1  every endpoint says its READs are
  *                               emulated (FI_OPT_EFA_EMULATED_READ), as
  *                               tcp;ofi_rxm's in fact are
+ *   RDPS_OFI_SHIM_NO_WAIT=1     completion queues have no wait object (efa of
+ *                               libfabric 1.17)
  *   RDPS_OFI_SHIM_FORK=disabled ibv_is_fork_initialized() says fork
  *                               support is needed and not on (a kernel
  *                               before 5.13)

@@ -343,7 +343,7 @@ Test(ofi_shim, efa_environment_shm_off_and_fork_safe_where_needed)
 	job_stop(&j);
 }
 
-Test(ofi_shim, pulls_against_an_idle_server_take_no_naps)
+static void idle_pulls(bool no_wait)
 {
 	enum { PULLS = 60, GAP_US = 30000 };
 	struct rdps_ofi_shim_counts *k;
@@ -353,6 +353,8 @@ Test(ofi_shim, pulls_against_an_idle_server_take_no_naps)
 	struct job j;
 
 	need_provider();
+	if (no_wait)
+		setenv("RDPS_OFI_SHIM_NO_WAIT", "1", 1);
 	job_start(&j, 1);
 	c = client_t(&j, 0, 1, 5000);
 	k = shim();
@@ -400,4 +402,19 @@ Test(ofi_shim, pulls_against_an_idle_server_take_no_naps)
 	rdps_client_destroy(c);
 	rdps_server_destroy(j.srv[0]);
 	rdps_ipconfig_free(&j.ipc);
+}
+
+/* A wait object (tcp;ofi_rxm's): the server sleeps on it, and when
+ * fi_trywait says the provider has work, it progresses at once. */
+Test(ofi_shim, pulls_against_an_idle_server_take_no_naps)
+{
+	idle_pulls(false);
+}
+
+/* None (efa of libfabric 1.17): while clients are connected that may read
+ * one-sidedly (which the server learns of from no completion), it keeps
+ * progressing. */
+Test(ofi_shim, without_a_wait_object_pulls_against_an_idle_server_take_no_naps)
+{
+	idle_pulls(true);
 }
