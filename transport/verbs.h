@@ -38,12 +38,22 @@
 #include "rdps/transport.h"
 
 #define VERBS_MSG_SIZE (64u << 10)     /* one push message / receive slot */
-#define VERBS_CLIENT_RECVS 128         /* credit/ack receives a client keeps posted */
-#define VERBS_SQ_DEPTH 512             /* client send queue */
-#define VERBS_SEND_SLOTS 16            /* client push buffers */
-#define VERBS_BOUNCE (8u << 20)        /* client READ target */
+/* Credit/ack receives a client keeps posted per connection: the server
+ * has at most VERBS_SRV_SQ_DEPTH sends out to it, and each receive is
+ * posted again as it completes. */
+#define VERBS_CLIENT_RECVS (2 * VERBS_SRV_SQ_DEPTH)
+#define VERBS_SQ_DEPTH 512             /* client send queue, at most ... */
+#define VERBS_SQ_DEPTH_MIN 64          /* ... and at least (a shared CQ's share) */
+#define VERBS_SEND_SLOTS 16            /* client push buffers per connection, at most ... */
+#define VERBS_SEND_SLOTS_MIN 4         /* ... and at least */
+#define VERBS_SEND_BUDGET 64           /* ... VERBS_SEND_BUDGET / servers between them */
+#define VERBS_BOUNCE (8u << 20)        /* READ targets of a client (all its servers') ... */
+#define VERBS_BOUNCE_MIN (128u << 10)  /* ... a connection's share, at least */
 #define VERBS_READS_PER_POST 256       /* work requests per post list */
 #define VERBS_READ_RING VERBS_SQ_DEPTH /* READs outstanding, at most */
+#define VERBS_REREAD_FALLBACK 16       /* re-reads of a torn row before a two-sided read */
+#define VERBS_REREAD_QUEUE 256         /* torn rows waiting for their re-read */
+#define VERBS_GROUP_CONNS 65535        /* connections of one client, at most */
 /* Every work request whose sequence number is a multiple of this is
  * signaled (and the last of each READ list, and every flush): a completion
  * frees the queue entries up to it, so a full send queue always holds a
@@ -51,7 +61,6 @@
  * before the buffer is wanted again (<= push buffers). */
 #define VERBS_SIGNAL_EVERY 16
 #define VERBS_MAX_RUN_ROWS 1024        /* rows per coalesced READ */
-#define VERBS_MAX_REREADS 10000        /* per torn row before giving up */
 #define VERBS_INITIATOR_DEPTH 16       /* READs in flight per QP */
 #define VERBS_CM_MAGIC 0x32504452u     /* "RDP2": the session-bound request */
 #define VERBS_QP_MAC_LEN 16            /* truncated HMAC proving the secret */
@@ -62,8 +71,9 @@
 #define VERBS_RNR_RETRY 6
 #define VERBS_RETRY 7                  /* transport retries (7 is finite) */
 
-_Static_assert(VERBS_SIGNAL_EVERY <= VERBS_SQ_DEPTH && VERBS_SIGNAL_EVERY <= VERBS_SEND_SLOTS,
-	       "a wait for send queue room or a push buffer must have a signaled request to wait on");
+_Static_assert(VERBS_SIGNAL_EVERY <= VERBS_SQ_DEPTH_MIN && VERBS_SIGNAL_EVERY <= VERBS_SEND_SLOTS,
+	       "a wait for send queue room or a push buffer must have a signaled request to wait on "
+	       "(a connection with fewer push buffers signals as often as it has them)");
 
 /* Server side. */
 #define VERBS_POOL_CHUNK 64            /* slots per registered chunk (4 MiB) */
@@ -116,7 +126,10 @@ struct verbs_cm_rep {
 /*
  * wr_id of every work request: its kind in the top byte, the rest per kind.
  * Completions are classified by wr_id only: a failed completion's opcode is
- * undefined (ibv_poll_cq(3); mlx5 does not write it).
+ * undefined (ibv_poll_cq(3); mlx5 does not write it). A client's carry the
+ * connection's index in its group (16 bits) and a sequence number's low
+ * 40 bits (the completion's qp_num says whether the connection at that
+ * index is still the one).
  */
 enum {
 	WR_READ = 1,     /* client: seq */
@@ -128,6 +141,9 @@ enum {
 #define WR_ID(kind, seq) (((uint64_t)(kind) << 56) | ((seq) & ((1ull << 56) - 1)))
 #define WR_KIND(id) ((int)((id) >> 56))
 #define WR_SEQ(id) ((id) & ((1ull << 56) - 1))
+#define WR_CID(kind, conn, seq) WR_ID(kind, ((uint64_t)(conn) << 40) | ((seq) & ((1ull << 40) - 1)))
+#define WR_CONN(id) ((uint32_t)(WR_SEQ(id) >> 40))
+#define WR_CSEQ(id) (WR_SEQ(id) & ((1ull << 40) - 1))
 
 /* ---------------------------------------------------------------------- */
 /* verbs_cm.c                                                             */
@@ -154,17 +170,29 @@ int verbs_cm_bind(const char *host, uint16_t port, struct rdma_event_channel **c
 		  struct rdma_cm_id **id, void *ctx, char *err, size_t errlen);
 /* The RDMA device that serves the route to host, by name. */
 int verbs_route_device(const char *host, uint16_t port, char *name, size_t namelen);
+/* The type of service of rdps' RDMA connections: RDPS_TOS (rdps --tos),
+ * 0-255, or -1 (the device's default). On a RoCE fabric with PFC the
+ * traffic class it maps to must be the lossless one. */
+int verbs_tos(void);
+/* Sets it on id (rdma_set_option(RDMA_OPTION_ID_TOS)), if one is set:
+ * before the route is resolved, or on a listener. 0 or -errno. */
+int verbs_set_tos(struct rdma_cm_id *id);
+/* The listener's backlog: the kernel's maximum (rdma_ucm's max_backlog,
+ * else somaxconn), not 128, so many clients may connect at once. */
+int verbs_listen_backlog(void);
 
 /* ---------------------------------------------------------------------- */
-/* verbs_client.c                                                         */
+/* verbs_group.c and verbs_client.c                                       */
 
-struct verbs_read {         /* one posted READ, in the ring */
+struct verbs_read {         /* one posted READ, in a connection's ring */
 	uint64_t seq;           /* its work request */
 	uint64_t bend;          /* bounce ring position past its rows */
 	uint32_t pull;          /* index in pend[] */
 	uint32_t row;           /* first row of the run in that pull */
 	uint32_t nrows;
 	uint32_t boff;          /* offset in the bounce buffer */
+	uint32_t checked;       /* rows checked and copied out (or queued again) */
+	uint16_t tries;         /* a re-read: the row's reads so far */
 };
 
 struct verbs_pull {
@@ -172,6 +200,33 @@ struct verbs_pull {
 	const uint64_t *ids;
 	float *out;
 	uint64_t row_key;        /* rdps_row_table_key of the table: rows' tags */
+	int err;                 /* the pull failed (the connection lives): -errno */
+};
+
+struct verbs_reread {       /* a torn row waiting for its next read */
+	uint32_t pull, row;
+	uint16_t tries;
+};
+
+struct verbs_conn;
+
+/*
+ * What a client's connections on one RDMA device share: the protection
+ * domain and one completion queue (sized for every connection the client
+ * will make, as far as the device allows: each connection's queues are cut
+ * to its share). Per rdps_client (params' shared), one thread's; a
+ * connection on another device has a group of its own.
+ */
+struct verbs_group {
+	void **home;                  /* the client's slot that holds it, or NULL */
+	struct ibv_context *ctx;      /* its device (rdma_cm's) */
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	uint32_t cqe;                 /* the CQ's entries */
+	uint32_t servers;             /* connections it was sized for */
+	struct verbs_conn **conns;    /* by index, NULL where free */
+	uint32_t nconns;              /* indexes in use are below this */
+	uint32_t live;
 };
 
 /*
@@ -184,25 +239,30 @@ struct verbs_pull {
  */
 struct verbs_conn {
 	struct rdps_conn base;
-	struct rdps_conn *ctl;        /* tcp connection: handshake and control */
+	struct rdps_conn *ctl;        /* tcp connection: handshake, control, and
+				       * the two-sided read of a row torn too often */
+	struct verbs_group *g;        /* PD and CQ, shared with the client's others */
+	uint32_t index;               /* in g->conns: in wr_ids */
+	uint32_t qp_num;              /* its completions' */
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	char *bounce;                 /* VERBS_BOUNCE bytes, a ring of READ targets */
+	char *bounce;                 /* bounce_size bytes, a ring of READ targets */
 	struct ibv_mr *bounce_mr;
-	char *sendbuf;                /* VERBS_SEND_SLOTS push buffers */
+	size_t bounce_size;
+	char *sendbuf;                /* nslots push buffers */
 	struct ibv_mr *send_mr;
+	uint32_t nslots;
 	uint32_t max_inline;
 	int timeout_ms;
 	int consistency;
 	bool broken;
-	uint32_t sq_depth;            /* VERBS_SQ_DEPTH (a model may shrink it) */
-	uint32_t signal_every;        /* VERBS_SIGNAL_EVERY (a test's control breaks it) */
+	uint32_t sq_depth;            /* its share of the CQ, VERBS_SQ_DEPTH at most */
+	uint32_t signal_every;        /* VERBS_SIGNAL_EVERY, or fewer push buffers
+				       * (a test's control breaks it) */
 	uint64_t sq_posted, sq_done;  /* sequence numbers of work requests */
 	uint64_t wait_seq;            /* what seq_done() waits for */
 	uint64_t slot_seq[VERBS_SEND_SLOTS]; /* SEND occupying each slot */
-	uint64_t sends;                      /* SENDs posted (slot = sends % SLOTS) */
+	uint64_t sends;                      /* SENDs posted (slot = sends % nslots) */
 	uint32_t credits;
 	uint64_t flush_acks;          /* flush acknowledgements received */
 	uint64_t flush_want;          /* ... expected once the last flush is done */
@@ -214,11 +274,30 @@ struct verbs_conn {
 	struct verbs_read reads[VERBS_READ_RING];
 	uint64_t rd_head, rd_tail;    /* READs harvested, posted */
 	uint64_t b_head, b_tail;      /* bounce ring positions freed, allocated */
+	struct verbs_reread rq[VERBS_REREAD_QUEUE]; /* torn rows to read again */
+	uint32_t rq_head, rq_tail;
+	uint64_t fallbacks;           /* torn rows read two-sided */
 	struct ibv_send_wr wrs[VERBS_READS_PER_POST];
 	struct ibv_sge sges[VERBS_READS_PER_POST];
 	struct ibv_send_wr swrs[VERBS_SEND_SLOTS]; /* a list of push SENDs */
 	struct ibv_sge ssges[VERBS_SEND_SLOTS];
 };
+
+/* verbs_group.c */
+/* The group the connection joins on its id's device (params' shared one
+ * if it is on that device, else a new one): the PD and CQ its QP uses. */
+int verbs_group_join(struct verbs_conn *vc, const struct rdps_conn_params *p, char *err,
+		     size_t errlen);
+/* Leaves it (its QP is destroyed: no completion of it comes any more);
+ * the group goes with its last connection. */
+void verbs_group_leave(struct verbs_conn *vc);
+/* Polls the group's CQ once, handing each completion to its connection;
+ * returns completions polled, or -errno if vc's connection failed. */
+int verbs_group_poll(struct verbs_conn *vc);
+/* Handles one completion of vc (verbs_client.c). 0 or -errno. */
+int verbs_conn_wc(struct verbs_conn *vc, const struct ibv_wc *wc);
+/* Marks the connection broken with a reason; returns ret. */
+int verbs_conn_fail(struct verbs_conn *vc, int ret, const char *fmt, const char *detail);
 
 int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out, char *err,
 		  size_t errlen);

@@ -727,10 +727,12 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	ret = create_workers(vs, nthreads, err, errlen);
 	if (ret)
 		goto err_destroy;
-	if (rdma_listen(vs->listen_id, 128)) {
+	if (rdma_listen(vs->listen_id, verbs_listen_backlog())) {
 		ret = -errno;
 		goto err_destroy;
 	}
+	rdps_dbg("server %u: RDMA listener backlog %d, type of service %d", p->server_id,
+		 verbs_listen_backlog(), verbs_tos());
 	/* The handshake hands out the regions' addresses and rkeys. */
 	lp.regions = vs->regions;
 	lp.num_threads = 1; /* served from verbs_progress() */
