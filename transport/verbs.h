@@ -415,6 +415,19 @@ struct verbs_session {
 	uint64_t drain_deadline;
 	bool close_control;        /* its control connection is to be closed (thread 0) */
 	struct verbs_session *next_dead; /* on w->dead once reaped */
+	/* On the worker's queues (verbs_srv_cq.c): below its share of credits
+	 * (VERBS_Q_GRANT), with credits or acknowledgements to send
+	 * (VERBS_Q_SEND). */
+	struct verbs_session *q_next[2], *q_prev[2];
+	bool queued[2];
+};
+
+enum { VERBS_Q_GRANT = 0, VERBS_Q_SEND = 1 };
+
+/* A FIFO of sessions, linked through the sessions. */
+struct verbs_squeue {
+	struct verbs_session *head, *tail;
+	uint32_t len;
 };
 
 struct verbs_worker {
@@ -430,9 +443,24 @@ struct verbs_worker {
 	uint32_t hw;                   /* indexes in use are below this */
 	uint32_t live;                 /* sessions not closing (they hold credits) */
 	uint32_t closing;
-	uint32_t regrant_from;         /* round robin over sessions */
+	uint32_t sharers;              /* verbs_srv_sharers(), kept as sessions come and go */
+	/* Sessions by QP number (open addressing, linear probing): a receive
+	 * completion names its QP, and a scan of every session per completion
+	 * grew with the job. */
+	struct verbs_session **qp_hash;
+	uint32_t qp_hash_mask;
+	uint64_t qp_lookups, qp_probes; /* for the tests: probes per lookup */
+	/* Sessions that need the regrant's attention, in the order they came
+	 * to need it (round robin without walking every session per batch). */
+	struct verbs_squeue q[2];
+	uint64_t regrant_visits;       /* sessions the regrant looked at (tests) */
 	uint64_t orphans;              /* completions of unknown queue pairs */
 	uint64_t srq_low_logged_ns;
+	bool srq_armed;                /* the SRQ limit is armed (re-armed once the pool
+					* recovered, not at every event) */
+	uint64_t srq_arms;             /* ibv_modify_srq(IBV_SRQ_LIMIT) calls */
+	bool cq_armed;                 /* the CQ is armed for an event (only before a sleep) */
+	uint64_t cq_arms;              /* ibv_req_notify_cq calls */
 	bool grow_failed_logged;
 	struct verbs_session *dead;    /* reaped, for thread 0 to destroy */
 	/* for stats and the listener's choice, read without the lock */
@@ -464,8 +492,25 @@ void verbs_session_close(struct verbs_worker *w, struct verbs_session *ss, const
 			 bool close_control);
 /* Sessions the worker's pool is shared by: those connected, or its part
  * of the largest job size they declared if more (every client of the job
- * will come, and the listener spreads them evenly). */
+ * will come, and the listener spreads them evenly). Kept in w->sharers:
+ * verbs_srv_sharers_update() recounts it when a session comes or goes. */
 uint32_t verbs_srv_sharers(const struct verbs_worker *w);
+void verbs_srv_sharers_update(struct verbs_worker *w);
+/* The table of sessions by QP number, for max_sessions sessions (0 or
+ * -ENOMEM), and its use. */
+int verbs_qp_hash_init(struct verbs_worker *w, uint32_t max_sessions);
+void verbs_qp_hash_put(struct verbs_worker *w, struct verbs_session *ss);
+void verbs_qp_hash_del(struct verbs_worker *w, struct verbs_session *ss);
+struct verbs_session *verbs_qp_hash_get(struct verbs_worker *w, uint32_t qp_num);
+/* A session leaves the worker's queues (it is reaped). */
+void verbs_srv_unqueue(struct verbs_worker *w, struct verbs_session *ss);
+/* Arms w's CQ for an event, unless armed, and looks at it once more (a
+ * completion that came before the arm raises none). Returns true if the
+ * CQ is armed and was empty: sleeping on the channel is safe. */
+bool verbs_worker_arm(struct verbs_worker *w);
+/* Re-arms the SRQ's limit once the pool recovered (more than half of it
+ * posted again after the limit was reached). Under w->lock. */
+void verbs_srq_limit_rearm(struct verbs_worker *w);
 /* The worker's part of a job of num_clients sessions. */
 uint32_t verbs_srv_job_part(const struct verbs_worker *w, uint32_t num_clients);
 /* Enters an accepted session into w's table and gives it its first

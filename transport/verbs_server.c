@@ -113,9 +113,9 @@ static void on_qp_event(struct verbs_server *vs, const struct ibv_async_event *e
 		struct verbs_session *ss = NULL;
 
 		pthread_mutex_lock(&w->lock);
-		for (uint32_t i = 0; i < w->hw && !ss; i++)
-			if (w->sessions[i] && w->sessions[i]->id->qp == ev->element.qp)
-				ss = w->sessions[i];
+		ss = verbs_qp_hash_get(w, ev->element.qp->qp_num);
+		if (ss && (!ss->id || ss->id->qp != ev->element.qp))
+			ss = NULL;
 		if (ss && ev->event_type == IBV_EVENT_QP_LAST_WQE_REACHED) {
 			/* Raised once the QP is in the error state, which we
 			 * put it in, or a failure did. */
@@ -137,7 +137,6 @@ static void on_srq_limit(struct verbs_server *vs, const struct ibv_async_event *
 {
 	for (uint32_t k = 0; k < vs->nworkers; k++) {
 		struct verbs_worker *w = &vs->workers[k];
-		struct ibv_srq_attr a;
 
 		if (w->pool.srq != ev->element.srq)
 			continue;
@@ -150,8 +149,9 @@ static void on_srq_limit(struct verbs_server *vs, const struct ibv_async_event *
 				  "pushes arrive faster than it applies them", vs->p.server_id, k,
 				  w->pool.posted, w->pool.nslots);
 		}
-		a = (struct ibv_srq_attr){ .srq_limit = w->pool.nslots / 8 };
-		ibv_modify_srq(w->pool.srq, &a, IBV_SRQ_LIMIT);
+		/* Disarmed by the event: armed again once the pool recovered
+		 * (verbs_srq_limit_rearm), not now, while it is low. */
+		w->srq_armed = false;
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
@@ -514,6 +514,9 @@ static int progress_thread0(struct verbs_server *vs, int timeout_ms)
 			timeout_ms = 0;
 		}
 	}
+	/* Its CQ is armed only to sleep on it. */
+	if (timeout_ms && !verbs_worker_arm(w))
+		timeout_ms = 0;
 	if (poll(pfd, 5, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	if (pfd[0].revents) {
