@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 /* Format 1 throughout; the "job" object and "time_unix_ms" were added
  * later (readers of older manifests go without them). */
 #define CKPT_FORMAT_VERSION 1
+#define CKPT_BUFFER (2u << 20) /* bytes of each of a streaming writer's 4 buffers */
 
 static uint64_t wall_ms(void)
 {
@@ -180,6 +182,47 @@ static int list_ckpts(const char *base, uint64_t **seqs, size_t *n)
 	return 0;
 }
 
+int rdps_ckpt_remove_stale(const char *dir, uint32_t server_id, char *err, size_t errlen)
+{
+	char base[4096], path[4400];
+	struct dirent *e;
+	int removed = 0;
+	DIR *d;
+
+	snprintf(base, sizeof(base), "%s/server-%u", dir, server_id);
+	d = opendir(base);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d))) {
+		unsigned long long seq;
+		long pid;
+		int used = 0;
+
+		/* ckpt-SEQ.tmp-PID: a checkpoint being written by process PID */
+		if (sscanf(e->d_name, "ckpt-%llu.tmp-%ld%n", &seq, &pid, &used) != 2 ||
+		    e->d_name[used] || pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		if (pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) {
+			rdps_warn("server %u: %s is being written by process %ld, which still runs "
+				  "(two servers with one checkpoint directory?); left as it is",
+				  server_id, path, pid);
+			continue;
+		}
+		if (rm_dir(path)) {
+			snprintf(err, errlen, "cannot remove %s, left by a checkpoint that did not "
+				 "finish: %s", path, strerror(errno));
+			closedir(d);
+			return -errno;
+		}
+		rdps_info("server %u: removed %s, left by a checkpoint of process %ld that did not "
+			  "finish (the process is gone)", server_id, path, pid);
+		removed++;
+	}
+	closedir(d);
+	return removed;
+}
+
 uint64_t rdps_ckpt_last_seq(const char *dir, uint32_t server_id)
 {
 	char base[4096];
@@ -213,6 +256,70 @@ static int write_manifest(const char *path, json_t *m)
 	return ret;
 }
 
+/*
+ * One table's rows and optimizer state, streamed: stripe by stripe from the
+ * shard (under its lock, while pushes go on) straight into the buffers of
+ * two blob writers, which io_uring writes while the next stripes are copied.
+ * Memory: the writers' buffers, whatever the shard's size (a whole-shard
+ * copy needed as much memory again as the rows).
+ */
+static int ckpt_stream_table(const struct rdps_shard *sh, const struct rdps_shard_info *info,
+			     const char *dir, uint64_t *rx, uint64_t *sx, char *err,
+			     size_t errlen)
+{
+	uint64_t rows = info->hi - info->lo, sf = rdps_shard_state_floats(sh);
+	uint64_t spr = rows ? sf / rows : 0;
+	struct rdps_blob_writer *rw = NULL, *sw = NULL;
+	char rpath[4200], spath[4200];
+	int ret;
+
+	snprintf(rpath, sizeof(rpath), "%s/%s.rows", dir, info->name);
+	snprintf(spath, sizeof(spath), "%s/%s.state", dir, info->name);
+	ret = rdps_loader_writer_create(rpath, RDPS_BLOB_CKPT_ROWS, info->dim * 4, 0,
+					RDPS_BLOB_NO_PART, CKPT_BUFFER, &rw);
+	if (!ret)
+		ret = rdps_loader_writer_create(spath, RDPS_BLOB_CKPT_STATE, 4, 0,
+						RDPS_BLOB_NO_PART, CKPT_BUFFER, &sw);
+	if (ret) {
+		snprintf(err, errlen, "cannot create %s: %s", rw ? spath : rpath, strerror(-ret));
+		goto out;
+	}
+	for (uint64_t at = 0; at < rows;) {
+		void *rp, *sp = NULL;
+		uint64_t k = rdps_loader_writer_space(rw, 1, &rp);
+
+		if (k && spr) {
+			uint64_t ks = rdps_loader_writer_space(sw, spr, &sp) / spr;
+
+			k = k < ks ? k : ks;
+		}
+		if (!k) {
+			ret = -EIO;
+			break;
+		}
+		if (k > rows - at)
+			k = rows - at;
+		rdps_shard_export_range(sh, at, k, rp, sp);
+		ret = rdps_loader_writer_advance(rw, k);
+		if (!ret && spr)
+			ret = rdps_loader_writer_advance(sw, k * spr);
+		if (ret)
+			break;
+		at += k;
+	}
+	if (!ret)
+		ret = rdps_loader_writer_commit(rw, rx);
+	if (!ret)
+		ret = rdps_loader_writer_commit(sw, sx);
+	if (ret)
+		snprintf(err, errlen, "writing %s and %s: %s", rpath, spath,
+			 ret == -EIO ? "a write failed" : strerror(-ret));
+out:
+	rdps_loader_writer_destroy(rw);
+	rdps_loader_writer_destroy(sw);
+	return ret;
+}
+
 int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **shards,
 		    uint32_t n, const struct rdps_ckpt_job *job, uint64_t seq, uint64_t keep,
 		    uint64_t *bytes, char *err, size_t errlen)
@@ -239,31 +346,11 @@ int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **sha
 	for (uint32_t t = 0; t < n; t++) {
 		struct rdps_shard_info info;
 		uint64_t rows, sf, rx = 0, sx = 0;
-		float *rbuf, *sbuf;
 
 		rdps_shard_info(shards[t], &info);
 		rows = info.hi - info.lo;
 		sf = rdps_shard_state_floats(shards[t]);
-		rbuf = malloc((rows ? rows : 1) * info.dim * sizeof(float));
-		sbuf = malloc((sf ? sf : 1) * sizeof(float));
-		if (!rbuf || !sbuf) {
-			free(rbuf);
-			free(sbuf);
-			ret = -ENOMEM;
-			goto out_rm;
-		}
-		/* A point in time: the caller is the shard's only writer. */
-		rdps_shard_export(shards[t], rbuf, sbuf);
-		snprintf(path, sizeof(path), "%s/%s.rows", tmp, info.name);
-		ret = rdps_loader_write_blob(path, RDPS_BLOB_CKPT_ROWS, info.dim * 4, 0, rbuf, rows,
-					     &rx, err, errlen);
-		if (!ret) {
-			snprintf(path, sizeof(path), "%s/%s.state", tmp, info.name);
-			ret = rdps_loader_write_blob(path, RDPS_BLOB_CKPT_STATE, 4, 0, sbuf, sf, &sx,
-						     err, errlen);
-		}
-		free(rbuf);
-		free(sbuf);
+		ret = ckpt_stream_table(shards[t], &info, tmp, &rx, &sx, err, errlen);
 		if (ret)
 			goto out_rm;
 		total += rows * info.dim * 4 + sf * 4;

@@ -47,6 +47,12 @@ int rdps_ckpt_write(const char *dir, uint32_t server_id, struct rdps_shard **sha
 int rdps_ckpt_restore(const char *dir, uint32_t server_id, struct rdps_shard **shards,
 		      uint32_t n, struct rdps_ckpt_info *info, char *err, size_t errlen);
 
+/* Removes the temporary directories (ckpt-SEQ.tmp-PID) that checkpoints of
+ * processes no longer running left behind (killed while writing), logging
+ * each; one of a process that still runs is left, with a warning. Returns
+ * how many it removed, or -errno with a reason. */
+int rdps_ckpt_remove_stale(const char *dir, uint32_t server_id, char *err, size_t errlen);
+
 /* The highest checkpoint sequence number present, damaged or not (0 if
  * none). */
 uint64_t rdps_ckpt_last_seq(const char *dir, uint32_t server_id);

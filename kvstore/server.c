@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "graph_sample.h"
@@ -55,6 +57,12 @@ struct rdps_server {
 	int config_dtype[RDPS_MAX_TABLES];
 	uint32_t config_elems[RDPS_MAX_TABLES];
 	bool read_only[RDPS_MAX_TABLES];
+	/* What the tables take (rdps_shard_footprint), against the budget;
+	 * changed under s->lock. */
+	uint64_t table_budget;    /* --max-table-memory */
+	uint64_t table_bytes;     /* all tables held now */
+	uint64_t footprint[RDPS_MAX_TABLES];
+	int nonfinite;            /* enum rdps_nonfinite */
 	struct rdps_server_stats stats;
 	volatile sig_atomic_t stop;
 	bool keep_alive;
@@ -363,6 +371,29 @@ static struct rdps_shard *check_writable(struct rdps_server *s, struct rdps_requ
 	return check_rows(s, req, ret);
 }
 
+/* A push's gradients: rows holding a NaN or an infinity are counted for
+ * the table and, unless the server accepts them, refuse the whole push
+ * before any row changes (a diverging trainer stops at the step it
+ * diverged, not after training poisoned its rows for good). */
+static int check_finite(struct rdps_server *s, struct rdps_request *req,
+			const struct rdps_shard_info *info)
+{
+	uint32_t first = 0, bad = rdps_rows_nonfinite(req->grads, req->grad_index, req->n,
+						      info->dim, &first);
+
+	if (!bad)
+		return 0;
+	RDPS_STAT_ADD(s->stats.nonfinite_rows[req->table], bad);
+	if (s->nonfinite == RDPS_NONFINITE_ACCEPT)
+		return 0;
+	RDPS_STAT_ADD(s->stats.nonfinite_pushes, 1);
+	snprintf(req->errmsg, req->errlen, "push to table '%s' refused: the gradient of row "
+		 "%llu (and of %u other row(s) of the push) holds a NaN or an infinity (the "
+		 "server refuses non-finite gradients; --nonfinite accept applies them)",
+		 info->name, (unsigned long long)req->ids[first], bad - 1);
+	return -EDOM;
+}
+
 /* RDPS_REQ_SAMPLE: picks among the in-edges of seeds this server holds. */
 static int handle_sample(struct rdps_server *s, struct rdps_request *req)
 {
@@ -484,9 +515,21 @@ static int handle_control(struct rdps_server *s, struct rdps_request *req)
 		ret = handle_collective(s, req);
 		break;
 	case RDPS_REQ_CHECKPOINT:
+		if (req->observer && !req->admin) {
+			snprintf(req->errmsg, req->errlen, "a checkpoint is asked for by the job's "
+				 "clients, or by an observer holding the secret or on server %u's "
+				 "machine", s->server_id);
+			return -EACCES;
+		}
 		ret = checkpoint_async(s, req);
 		break;
 	case RDPS_REQ_SHUTDOWN:
+		if (req->observer && !req->admin) {
+			snprintf(req->errmsg, req->errlen, "server %u is shut down by the job's "
+				 "clients, or by an observer holding the secret or on its machine",
+				 s->server_id);
+			return -EACCES;
+		}
 		if (s->keep_alive && !req->observer) {
 			/* The tables stay for the next job to attach to. */
 			rdps_info("server %u: keep-alive: the job's shutdown request from client %u "
@@ -557,11 +600,39 @@ static void table_desc(const struct rdps_server *s, uint32_t t, struct rdps_tabl
 	}
 }
 
+/* Whether a table (or a change of one) of need more bytes fits the table
+ * budget; if not, a reason naming the budget in req. */
+static bool table_fits(struct rdps_server *s, struct rdps_request *req, const char *what,
+		       uint64_t need)
+{
+	char a[32], b[32], c[32];
+
+	if (s->table_bytes <= s->table_budget && need <= s->table_budget - s->table_bytes)
+		return true;
+	snprintf(req->errmsg, req->errlen, "%s needs %s on server %u, but its tables may take "
+		 "%s (--max-table-memory) and hold %s already", what,
+		 rdps_bytes_str(need, a, sizeof(a)), s->server_id,
+		 rdps_bytes_str(s->table_budget, b, sizeof(b)),
+		 rdps_bytes_str(s->table_bytes, c, sizeof(c)));
+	return false;
+}
+
+/* The first control byte of a table name from the wire, or -1: such names
+ * are refused, so none reaches a log, a file name or a terminal. */
+static int name_control_byte(const char *name)
+{
+	for (int i = 0; name[i]; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return i;
+	return -1;
+}
+
 static int table_create(struct rdps_server *s, const struct rdps_table_req *tr,
 			struct rdps_request *req, uint32_t *id)
 {
-	uint32_t words = rdps_dtype_row_words((int)tr->dtype, tr->elems);
-	uint64_t off[2];
+	uint64_t words64 = rdps_dtype_row_words((int)tr->dtype, tr->elems);
+	uint32_t words = words64 <= RDPS_MAX_DIM ? (uint32_t)words64 : 0;
+	uint64_t off[2], need;
 	struct rdps_shard_params sp = {
 		.name = tr->name, .dim = words, .num_rows = tr->num_rows,
 		.init = (int)tr->init, .init_range = tr->init_range, .seed = tr->seed,
@@ -574,14 +645,22 @@ static int table_create(struct rdps_server *s, const struct rdps_table_req *tr,
 	char a[96], b[96];
 	int t = table_by_name(s, tr->name), ret;
 
+	if (name_control_byte(tr->name) >= 0) {
+		snprintf(req->errmsg, req->errlen, "table name has a control byte (0x%02x) at "
+			 "offset %d", (unsigned char)tr->name[name_control_byte(tr->name)],
+			 name_control_byte(tr->name));
+		return -EINVAL;
+	}
 	if (!tr->name[0] || tr->dtype >= RDPS_DTYPE_COUNT || !tr->elems || !tr->num_rows ||
-	    words > RDPS_MAX_DIM || (tr->init != RDPS_INIT_ZEROS && tr->init != RDPS_INIT_UNIFORM) ||
+	    !words || (tr->init != RDPS_INIT_ZEROS && tr->init != RDPS_INIT_UNIFORM) ||
 	    (tr->dtype != RDPS_DTYPE_F32 && (tr->init != RDPS_INIT_ZEROS ||
 					     tr->optimizer != RDPS_OPT_NONE))) {
-		snprintf(req->errmsg, req->errlen, "table '%s': bad shape %s, or an init or "
+		snprintf(req->errmsg, req->errlen, "table '%s': bad shape %s (rows and elements "
+			 "above 0, rows of at most %d 32-bit words: this is %llu), or an init or "
 			 "optimizer its dtype cannot have (only float32 tables start uniform "
 			 "or take gradients)", tr->name,
-			 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype));
+			 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype),
+			 RDPS_MAX_DIM, (unsigned long long)words64);
 		return -EINVAL;
 	}
 	if (t >= 0) {
@@ -638,6 +717,20 @@ static int table_create(struct rdps_server *s, const struct rdps_table_req *tr,
 	sp.table_id = (uint32_t)t;
 	sp.lo = off[0];
 	sp.hi = off[1];
+	/* Held against the budget before anything is allocated: a 96-byte
+	 * request must not make the server zero gigabytes (or wrap a size). */
+	if (rdps_shard_footprint(&sp, &need)) {
+		snprintf(req->errmsg, req->errlen, "table '%s' (%s): rows [%llu, %llu) of %u "
+			 "words on server %u do not fit in 64-bit sizes", tr->name,
+			 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype),
+			 (unsigned long long)off[0], (unsigned long long)off[1], words,
+			 s->server_id);
+		return -EOVERFLOW;
+	}
+	snprintf(b, sizeof(b), "table '%s' (%s)", tr->name,
+		 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype));
+	if (!table_fits(s, req, b, need))
+		return -ENOSPC;
 	ret = rdps_shard_create(&sp, &sh);
 	if (ret) {
 		snprintf(req->errmsg, req->errlen, "table '%s' (%s) on server %u: %s", tr->name,
@@ -667,6 +760,8 @@ static int table_create(struct rdps_server *s, const struct rdps_table_req *tr,
 		return ret;
 	}
 	s->client_tables[t] = r.desc;
+	s->footprint[t] = need;
+	s->table_bytes += need;
 	__atomic_store_n(&s->shards[t], sh, __ATOMIC_RELEASE);
 	if ((uint32_t)t >= s->num_tables)
 		__atomic_store_n(&s->num_tables, (uint32_t)t + 1, __ATOMIC_RELEASE);
@@ -698,6 +793,8 @@ static int table_drop(struct rdps_server *s, uint32_t t, struct rdps_request *re
 		  s->client_tables[t].name, req->client_id);
 	memset(&s->client_tables[t], 0, sizeof(s->client_tables[t]));
 	rdps_shard_destroy(sh);
+	s->table_bytes -= s->footprint[t];
+	s->footprint[t] = 0;
 	return 0;
 }
 
@@ -705,6 +802,7 @@ static int table_request(struct rdps_server *s, struct rdps_request *req)
 {
 	struct rdps_table_req tr;
 	struct rdps_table_desc *d = req->reply;
+	struct rdps_shard_info si;
 	uint32_t id = 0;
 	int t, ret;
 
@@ -749,20 +847,48 @@ static int table_request(struct rdps_server *s, struct rdps_request *req)
 			}
 			/* Every client may ask for it: the same settings are no
 			 * change (its state, which training built, stays). */
+			rdps_shard_info(s->shards[id], &si);
 			{
-				struct rdps_shard_info si;
 				float eps = tr.eps > 0 ? tr.eps
 					    : tr.optimizer == RDPS_OPT_ADAM ? RDPS_ADAM_EPS
 									   : RDPS_ADAGRAD_EPS;
 
-				rdps_shard_info(s->shards[id], &si);
 				if (si.optimizer == (int)tr.optimizer && si.lr == tr.lr && si.eps == eps &&
 				    si.beta1 == (tr.beta1 > 0 ? tr.beta1 : RDPS_ADAM_BETA1) &&
 				    si.beta2 == (tr.beta2 > 0 ? tr.beta2 : RDPS_ADAM_BETA2))
 					break;
 			}
-			ret = rdps_shard_set_optimizer(s->shards[id], (int)tr.optimizer, tr.lr, tr.eps,
-						       tr.beta1, tr.beta2);
+			{
+				/* The new optimizer's state is allocated before the
+				 * old one is freed: both count against the budget. */
+				struct rdps_shard_params fp = {
+					.dim = si.dim, .lo = si.lo, .hi = si.hi,
+					.optimizer = (int)tr.optimizer,
+				};
+				uint64_t fresh, rows_only;
+				char what[96];
+
+				fp.optimizer = RDPS_OPT_NONE;
+				if (rdps_shard_footprint(&fp, &rows_only))
+					return -EOVERFLOW;
+				fp.optimizer = (int)tr.optimizer;
+				if (rdps_shard_footprint(&fp, &fresh)) {
+					snprintf(req->errmsg, req->errlen, "table '%s': the state of "
+						 "optimizer %u does not fit in 64-bit sizes", tr.name,
+						 tr.optimizer);
+					return -EOVERFLOW;
+				}
+				snprintf(what, sizeof(what), "optimizer %s for table '%s'",
+					 rdps_optimizer_name((int)tr.optimizer), tr.name);
+				if (!table_fits(s, req, what, fresh - rows_only))
+					return -ENOSPC;
+				ret = rdps_shard_set_optimizer(s->shards[id], (int)tr.optimizer, tr.lr,
+							       tr.eps, tr.beta1, tr.beta2);
+				if (!ret) {
+					s->table_bytes = s->table_bytes - s->footprint[id] + fresh;
+					s->footprint[id] = fresh;
+				}
+			}
 			if (ret) {
 				snprintf(req->errmsg, req->errlen, "table '%s': optimizer %u with lr "
 					 "%g, eps %g, betas %g, %g: %s", tr.name, tr.optimizer, tr.lr,
@@ -819,8 +945,12 @@ static int handle(void *ctx, struct rdps_request *req)
 	case RDPS_REQ_PUSH:
 		if (!(sh = check_writable(s, req, &ret)))
 			break;
-		ret = rdps_shard_apply_gather(sh, req->ids, req->grads, req->grad_index, req->n);
 		rdps_shard_info(sh, &info);
+		if ((ret = check_finite(s, req, &info)) < 0) {
+			shard_put(s, req->table);
+			break;
+		}
+		ret = rdps_shard_apply_gather(sh, req->ids, req->grads, req->grad_index, req->n);
 		shard_put(s, req->table);
 		if (ret == -EPERM)
 			snprintf(req->errmsg, req->errlen, "table '%s' has no optimizer: write its "
@@ -945,6 +1075,56 @@ static int load_rows(struct rdps_shard *sh, const struct rdps_server_table_confi
 	return 0;
 }
 
+/* Whether this process may lock memory past RLIMIT_MEMLOCK (CAP_IPC_LOCK,
+ * root's by default): then the limit does not bound registrations. */
+static bool may_lock_any(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	unsigned long long caps = 0;
+	char line[256];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &caps) == 1;
+	fclose(f);
+	return found && (caps >> 14 & 1); /* CAP_IPC_LOCK */
+}
+
+uint64_t rdps_server_default_table_budget(const char *transport, char *why, size_t whylen)
+{
+	const struct rdps_transport_ops *ops = rdps_transport_find(transport ? transport : "tcp");
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+	uint64_t budget = ram / 2;
+	struct rdps_transport_info ti = { 0 };
+	struct rlimit rl;
+	char a[32], b[32];
+
+	if (why && whylen)
+		snprintf(why, whylen, "half of the machine's %s of memory",
+			 rdps_bytes_str(ram, a, sizeof(a)));
+	if (ops && ops->query)
+		ops->query(1, 1, &ti);
+	if (ti.pins_tables && !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    !may_lock_any()) {
+		uint64_t lock = (uint64_t)rl.rlim_cur > ti.server_pinned_bytes
+					? (uint64_t)rl.rlim_cur - ti.server_pinned_bytes : 0;
+
+		if (lock < budget) {
+			budget = lock;
+			if (why && whylen)
+				snprintf(why, whylen, "the locked-memory limit (ulimit -l) of %s less "
+					 "the %s the %s transport pins besides tables",
+					 rdps_bytes_str((uint64_t)rl.rlim_cur, a, sizeof(a)),
+					 rdps_bytes_str(ti.server_pinned_bytes, b, sizeof(b)),
+					 ops->name);
+		}
+	}
+	return budget;
+}
+
 int rdps_server_create(const struct rdps_server_config *cfg,
 		       struct rdps_server **out, char *err, size_t errlen)
 {
@@ -993,7 +1173,10 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 			 rdps_strerror(ret));
 		goto err_free;
 	}
+	s->table_budget = cfg->max_table_memory ? cfg->max_table_memory
+			  : rdps_server_default_table_budget(s->ops->name, NULL, 0);
 	s->keep_alive = cfg->keep_alive;
+	s->nonfinite = cfg->nonfinite;
 	s->job_timeout_ns = (uint64_t)cfg->job_timeout_ms * 1000000ull;
 	s->last_client_ns = rdps_now_ns();
 	s->num_servers = cfg->ipc->num_servers;
@@ -1001,7 +1184,8 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 	for (uint32_t t = 0; t < cfg->num_tables; t++) {
 		const struct rdps_server_table_config *tc = &cfg->tables[t];
 		const uint64_t *off = tc->offsets;
-		uint32_t dim = tc->elems ? rdps_dtype_row_words(tc->dtype, tc->elems) : tc->dim;
+		uint64_t words = tc->elems ? rdps_dtype_row_words(tc->dtype, tc->elems) : tc->dim;
+		uint32_t dim = words <= RDPS_MAX_DIM ? (uint32_t)words : 0; /* 0: refused below */
 		struct rdps_shard_params sp = {
 			.name = tc->name, .table_id = t, .dim = dim,
 			.num_rows = tc->num_rows, .init = tc->init,
@@ -1014,9 +1198,11 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		if (tc->dtype < 0 || tc->dtype >= RDPS_DTYPE_COUNT || !dim ||
 		    (tc->dtype != RDPS_DTYPE_F32 &&
 		     (tc->init != RDPS_INIT_ZEROS || tc->optimizer != RDPS_OPT_NONE))) {
-			snprintf(err, errlen, "table '%s': dtype %d with %u elements, init %d, "
-				 "optimizer %s (only float32 tables start uniform or take "
-				 "gradients)", tc->name, tc->dtype, tc->elems, tc->init,
+			snprintf(err, errlen, "table '%s': %llu rows, dtype %d with %u elements "
+				 "(%llu words a row, at most %d), init %d, optimizer %s (only "
+				 "float32 tables start uniform or take gradients)", tc->name,
+				 (unsigned long long)tc->num_rows, tc->dtype, tc->elems,
+				 (unsigned long long)words, RDPS_MAX_DIM, tc->init,
 				 rdps_optimizer_name(tc->optimizer));
 			ret = -EINVAL;
 			goto err_destroy_shards;
@@ -1037,6 +1223,23 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		}
 		sp.lo = off[s->server_id];
 		sp.hi = off[s->server_id + 1];
+		if (rdps_shard_footprint(&sp, &s->footprint[t])) {
+			snprintf(err, errlen, "table '%s': %llu rows of %u words do not fit in "
+				 "64-bit sizes", tc->name, (unsigned long long)(sp.hi - sp.lo), dim);
+			ret = -EOVERFLOW;
+			goto err_destroy_shards;
+		}
+		s->table_bytes += s->footprint[t];
+		if (cfg->max_table_memory && s->table_bytes > cfg->max_table_memory) {
+			char a[32], b[32];
+
+			snprintf(err, errlen, "the server's own tables need %s with table '%s', "
+				 "more than --max-table-memory (%s)",
+				 rdps_bytes_str(s->table_bytes, a, sizeof(a)), tc->name,
+				 rdps_bytes_str(cfg->max_table_memory, b, sizeof(b)));
+			ret = -ENOSPC;
+			goto err_destroy_shards;
+		}
 		ret = rdps_shard_create(&sp, &s->shards[t]);
 		if (ret) {
 			snprintf(err, errlen, "table '%s' (%llu rows x %u): %s", tc->name,
@@ -1074,6 +1277,9 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 			goto err_destroy_shards;
 		}
 		s->ckpt_interval_ns = (uint64_t)cfg->checkpoint_interval_ms * 1000000ull;
+		ret = rdps_ckpt_remove_stale(cfg->checkpoint_dir, s->server_id, err, errlen);
+		if (ret < 0)
+			goto err_destroy_shards;
 		s->ckpt_seq = rdps_ckpt_last_seq(cfg->checkpoint_dir, s->server_id);
 		s->ckpt_last_ns = rdps_now_ns();
 	}
@@ -1092,9 +1298,12 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 		.host = ep->host, .port = ep->port, .server_id = s->server_id,
 		.num_servers = s->num_servers, .regions = regions,
 		.num_regions = s->num_tables, .handle = handle, .ctx = s,
-		.secret = cfg->secret, .max_connections = cfg->max_connections,
+		.secret = cfg->secret, .allow_unauthenticated = cfg->allow_unauthenticated,
+		.max_connections = cfg->max_connections,
 		.handshake_timeout_ms = cfg->handshake_timeout_ms,
 		.max_reply_buffer = cfg->max_reply_buffer,
+		.max_request_buffer = cfg->max_request_buffer,
+		.reply_stall_ms = cfg->reply_stall_ms,
 		.num_threads = cfg->num_threads ? cfg->num_threads : 1,
 	};
 	ret = s->ops->listen(&lp, &s->ts, err, errlen);
@@ -1386,6 +1595,16 @@ void rdps_server_print_stats(const struct rdps_server_stats *st, uint32_t server
 			(unsigned long long)st->conns_refused,
 			(unsigned long long)st->handshake_timeouts,
 			(unsigned long long)st->auth_failures);
+	{
+		uint64_t rows = 0;
+
+		for (int t = 0; t < RDPS_MAX_TABLES; t++)
+			rows += st->nonfinite_rows[t];
+		if (rows)
+			fprintf(f, "server %u: non-finite gradients: %llu row(s) pushed, %llu "
+				"push(es) refused\n", server_id, (unsigned long long)rows,
+				(unsigned long long)st->nonfinite_pushes);
+	}
 	/* RDMA backends: the shared receive pool (all posted when idle). */
 	if (st->recv_slots)
 		fprintf(f, "server %u: RDMA sessions %llu; receive buffers posted %llu of %llu; "

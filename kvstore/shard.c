@@ -191,30 +191,88 @@ static inline void row_seal(const struct rdps_shard *s, uint64_t local, const fl
 }
 
 /* Optimizer state floats per row (see rdps_shard_state_floats). */
-static uint64_t state_per_row(const struct rdps_shard *s, int opt)
+static uint64_t state_floats_per_row(uint32_t dim, uint32_t nparts, int opt)
 {
 	switch (opt) {
 	case RDPS_OPT_ADAGRAD_ROW:
-		return s->nparts;
+		return nparts;
 	case RDPS_OPT_ADAGRAD:
-		return s->dim;
+		return dim;
 	case RDPS_OPT_ADAM:
-		return 2 * (uint64_t)s->dim + 1;
+		return 2 * (uint64_t)dim + 1;
 	default:
 		return 0;
 	}
+}
+
+static uint64_t state_per_row(const struct rdps_shard *s, int opt)
+{
+	return state_floats_per_row(s->dim, s->nparts, opt);
+}
+
+/* Bytes of optimizer state for rows of dim floats in nparts parts, or
+ * -EOVERFLOW. */
+static int state_bytes(uint64_t rows, uint32_t dim, uint32_t nparts, int opt, uint64_t *out)
+{
+	if (__builtin_mul_overflow(rows, state_floats_per_row(dim, nparts, opt), out) ||
+	    __builtin_mul_overflow(*out, (uint64_t)sizeof(float), out))
+		return -EOVERFLOW;
+	return 0;
+}
+
+/* Bytes of the row region of rows rows of stride bytes, page-rounded as
+ * table_alloc rounds it (at least a page), or -EOVERFLOW. */
+static int region_bytes(uint64_t rows, size_t stride, size_t page, uint64_t *out)
+{
+	uint64_t align;
+
+	if (__builtin_mul_overflow(rows, (uint64_t)stride, out))
+		return -EOVERFLOW;
+	if (!*out)
+		*out = page;
+	align = *out >= HUGE_PAGE ? HUGE_PAGE : page;
+	if (*out > UINT64_MAX - align || *out > (uint64_t)SIZE_MAX - align)
+		return -EOVERFLOW;
+	*out = RDPS_ALIGN_UP(*out, align);
+	return 0;
+}
+
+int rdps_shard_footprint(const struct rdps_shard_params *p, uint64_t *bytes)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint32_t nparts = p->num_parts > 1 ? p->num_parts : 1;
+	uint64_t rows, region, state, stripes;
+	uint32_t shift = 0;
+
+	*bytes = 0;
+	if (p->lo > p->hi || p->dim == 0 || p->dim > RDPS_MAX_DIM)
+		return -EINVAL;
+	rows = p->hi - p->lo;
+	if (region_bytes(rows, rdps_row_stride(p->dim), page, &region) ||
+	    state_bytes(rows, p->dim, nparts, p->optimizer, &state))
+		return -EOVERFLOW;
+	while ((rows >> shift) > 65536)
+		shift++;
+	stripes = rows ? ((rows - 1) >> shift) + 1 : 1;
+	if (__builtin_add_overflow(region, state, bytes) ||
+	    __builtin_add_overflow(*bytes, stripes * sizeof(pthread_mutex_t), bytes))
+		return -EOVERFLOW;
+	return 0;
 }
 
 int rdps_shard_set_optimizer(struct rdps_shard *s, int optimizer, float lr, float eps,
 			     float beta1, float beta2)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes;
+	uint64_t want;
 	float *state = NULL;
 
 	if (optimizer < RDPS_OPT_SGD || optimizer > RDPS_OPT_NONE || !(lr >= 0.0f) ||
 	    !(eps >= 0.0f) || !(beta1 >= 0.0f && beta1 < 1.0f) || !(beta2 >= 0.0f && beta2 < 1.0f))
 		return -EINVAL;
-	bytes = (s->hi - s->lo) * state_per_row(s, optimizer) * sizeof(float);
+	if (state_bytes(s->hi - s->lo, s->dim, s->nparts, optimizer, &want) || want > SIZE_MAX)
+		return -EOVERFLOW;
+	bytes = (size_t)want;
 	if (bytes && !(state = table_alloc(&bytes, page)))
 		return -ENOMEM;
 	pthread_rwlock_wrlock(&s->opt_lock);
@@ -234,6 +292,7 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 {
 	struct rdps_shard *s;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), nrows;
+	uint64_t region;
 	int ret;
 
 	*out = NULL;
@@ -267,6 +326,12 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 	for (uint32_t k = 0, end = 0; k < s->nparts; k++) {
 		end += s->nparts == 1 ? p->dim : p->parts[k].cols;
 		s->part_end[k] = end;
+	}
+	/* The region's size from the caller's rows can wrap (2^58 rows of a
+	 * float): refuse it before anything is allocated. */
+	if (region_bytes(p->hi - p->lo, s->stride, page, &region) || region > SIZE_MAX) {
+		ret = -EOVERFLOW;
+		goto err_free_shard;
 	}
 	nrows = (size_t)(p->hi - p->lo);
 	/* Keep at least one page so an empty shard still has a region. */
@@ -727,23 +792,35 @@ uint64_t rdps_shard_state_floats(const struct rdps_shard *s)
 
 /* Each stripe is copied under its lock: every row (with its optimizer
  * state) as of one moment, while pushes go on to the other stripes. */
+void rdps_shard_export_range(const struct rdps_shard *s, uint64_t first, uint64_t n,
+			     float *rows, float *state)
+{
+	uint64_t end = first + n, spr = state && s->state ? state_per_row(s, s->optimizer) : 0;
+
+	if (end > s->hi - s->lo)
+		end = s->hi - s->lo;
+	/* Stripe by stripe, each under its lock: a row and its state are of
+	 * one moment, and pushes to other stripes go on meanwhile. */
+	for (uint64_t a = first; a < end;) {
+		uint64_t k = a >> s->stripe_shift, b = (k + 1) << s->stripe_shift;
+
+		if (b > end)
+			b = end;
+		pthread_mutex_lock(&s->locks[k]);
+		for (uint64_t i = a; i < b; i++)
+			memcpy(rows + (i - first) * s->dim, row_data(row_ptr(s, i)),
+			       (size_t)s->dim * 4);
+		if (spr)
+			memcpy(state + (a - first) * spr, s->state + a * spr,
+			       (b - a) * spr * sizeof(float));
+		pthread_mutex_unlock(&s->locks[k]);
+		a = b;
+	}
+}
+
 void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state)
 {
-	uint64_t n = s->hi - s->lo, spr = state && s->state ? state_per_row(s, s->optimizer) : 0;
-
-	for (uint64_t k = 0; k < s->nstripes && n; k++) {
-		uint64_t first = k << s->stripe_shift, end = (k + 1) << s->stripe_shift;
-
-		if (end > n)
-			end = n;
-		pthread_mutex_lock(&s->locks[k]);
-		for (uint64_t i = first; i < end; i++)
-			memcpy(rows + i * s->dim, row_data(row_ptr(s, i)), (size_t)s->dim * 4);
-		if (spr)
-			memcpy(state + first * spr, s->state + first * spr,
-			       (end - first) * spr * sizeof(float));
-		pthread_mutex_unlock(&s->locks[k]);
-	}
+	rdps_shard_export_range(s, 0, s->hi - s->lo, rows, state);
 }
 
 void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *state)
@@ -769,4 +846,23 @@ void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *sta
 			       (end - first) * spr * sizeof(float));
 		pthread_mutex_unlock(&s->locks[k]);
 	}
+}
+
+uint32_t rdps_rows_nonfinite(const float *rows, const uint32_t *index, uint32_t n,
+			     uint32_t dim, uint32_t *first)
+{
+	uint32_t count = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const uint32_t *w = (const uint32_t *)(rows + (size_t)(index ? index[i] : i) * dim);
+		uint32_t bad = 0;
+
+		/* All exponent bits set: an infinity or a NaN. Integer ORs
+		 * vectorise (a float test would need a reduction in order). */
+		for (uint32_t k = 0; k < dim; k++)
+			bad |= (w[k] & 0x7f800000u) == 0x7f800000u;
+		if (bad && !count++ && first)
+			*first = i;
+	}
+	return count;
 }

@@ -16,6 +16,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 int rdps_pt_fail(char *err, size_t errlen, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* The header checksum of a blob (loader.c; blob_writer.c writes it). */
+struct rdps_blob_header;
+uint64_t rdps_blob_header_hash(const struct rdps_blob_header *h);
+
 /* ---- name index: arena of NUL-terminated names, id = insertion order ---- */
 struct rdps_pt_names {
 	char *arena;       /* names, each NUL-terminated */

@@ -102,10 +102,33 @@ static void server_usage(FILE *f)
 "                         64; at most 65536): accept() does not run out of descriptors\n"
 "  --handshake-timeout SEC   close a connection that has not finished its hello (and\n"
 "                         authentication) within SEC seconds (default 10)\n"
-"  --max-reply-buffer MB  replies queued for clients that read slowly, all together;\n"
-"                         above it a connection with unsent replies takes no new\n"
-"                         request until they drain (default: 1/16 of RAM, within\n"
-"                         64..1024 MB)\n"
+"  --max-reply-buffer MB  memory for replies held for clients, all connections\n"
+"                         together: a request is taken only once its largest reply\n"
+"                         fits (a client that does not read its replies stops\n"
+"                         there, and is closed once its replies have not moved for\n"
+"                         --reply-stall-timeout while others wait; a request whose\n"
+"                         reply could never fit is refused, naming this flag).\n"
+"                         Default: 1/16 of RAM, within 64..1024 MB\n"
+"  --reply-stall-timeout SEC   see --max-reply-buffer (default 60)\n"
+"  --max-request-buffer MB  memory for requests being received, all connections\n"
+"                         together: a frame's payload is read only once it fits;\n"
+"                         each kind of request is also capped at its largest legal\n"
+"                         size on its header (an observer's are empty). Default:\n"
+"                         as --max-reply-buffer. Each connection also keeps up to\n"
+"                         64 KiB per direction outside both (see --max-connections)\n"
+"  --max-table-memory MB  memory all tables may take (rows, optimizer state, locks),\n"
+"                         this server's own and those clients make: a table request\n"
+"                         past it is refused before anything is allocated, naming\n"
+"                         this flag. Default: half of RAM and, for verbs and ofi\n"
+"                         without CAP_IPC_LOCK, the locked-memory limit (ulimit -l);\n"
+"                         the server's own tables are held to it only when given\n"
+"  --nonfinite refuse|accept  pushed gradients holding a NaN or an infinity:\n"
+"                         refuse the push, naming table and row, so a diverging\n"
+"                         trainer fails at that step (default), or apply them\n"
+"                         (rows become non-finite); counted per table in rdps stats\n"
+"  --allow-unauthenticated  without a secret, serve clients on other machines too.\n"
+"                         By default a server without one serves only clients on\n"
+"                         its own machine (protected mode), and says so at start\n"
 "  --num_server_threads N threads serving requests (1..64, default 1): each serves\n"
 "                         its own connections (tcp: its own epoll set; verbs: its\n"
 "                         own completion queue, shared receive queue and push\n"
@@ -116,9 +139,31 @@ static void server_usage(FILE *f)
 "  --quiet                do not print the stats line on exit\n"
 "  -h, --help             this text\n"
 "\n"
+"Who may do what: with a secret, only processes that prove it (the job's\n"
+"clients, and rdps stats/ckpt/shutdown given the secret) are served at all.\n"
+"Without one (protected mode), only processes on this machine, unless\n"
+"--allow-unauthenticated; then observers from other machines may still only\n"
+"ask for stats, and a checkpoint or a shutdown comes from the job's clients\n"
+"or from this machine. rdps launch makes a secret for every job it starts.\n"
+"\n"
 "The server exits on SIGTERM/SIGINT or when a client of the job sends a\n"
 "shutdown request (rdps shutdown), and prints its request counters.\n",
 		rdps_transport_names());
+}
+
+/* A number of MB (1..max) for flag, in bytes in *out. 0, or -EINVAL said. */
+static int parse_mb(const char *flag, const char *arg, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long mb = strtoull(arg, &end, 10);
+
+	if (*end || !mb || mb > max || arg[0] == '-') {
+		fprintf(stderr, "rdps server: %s '%s' is not a number of MB in 1..%llu\n", flag, arg,
+			(unsigned long long)max);
+		return -EINVAL;
+	}
+	*out = (uint64_t)mb << 20;
+	return 0;
 }
 
 /* NAME:ROWS:DIM */
@@ -298,6 +343,11 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, 'C' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "max-reply-buffer", required_argument, NULL, 'B' },
+		{ "max-request-buffer", required_argument, NULL, 'Q' },
+		{ "reply-stall-timeout", required_argument, NULL, 'W' },
+		{ "max-table-memory", required_argument, NULL, 'X' },
+		{ "allow-unauthenticated", no_argument, NULL, 'U' },
+		{ "nonfinite", required_argument, NULL, 'Z' },
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "double_ent", no_argument, NULL, 'E' },
 		{ "double_rel", no_argument, NULL, 'F' },
@@ -322,6 +372,8 @@ int rdps_cmd_server(int argc, char **argv)
 	char err[512], why[256], *end;
 	struct rdps_server_stats st;
 	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t mb;
+	const char *auth_mode;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -472,17 +524,45 @@ int rdps_cmd_server(int argc, char **argv)
 			cfg.handshake_timeout_ms = (int)(sec * 1000);
 			break;
 		}
-		case 'B': {
-			unsigned long long mb = strtoull(optarg, &end, 10);
+		case 'B':
+			if (parse_mb("--max-reply-buffer", optarg, 1ull << 24, &mb))
+				return 2;
+			cfg.max_reply_buffer = (size_t)mb;
+			break;
+		case 'Q':
+			if (parse_mb("--max-request-buffer", optarg, 1ull << 24, &mb))
+				return 2;
+			cfg.max_request_buffer = (size_t)mb;
+			break;
+		case 'X':
+			if (parse_mb("--max-table-memory", optarg, 1ull << 30, &mb))
+				return 2;
+			cfg.max_table_memory = mb;
+			break;
+		case 'U':
+			cfg.allow_unauthenticated = true;
+			break;
+		case 'W': {
+			double sec = strtod(optarg, &end);
 
-			if (*end || !mb || mb > (1ull << 24) || optarg[0] == '-') {
-				fprintf(stderr, "rdps server: --max-reply-buffer '%s' is not a number of MB in 1..%llu\n",
-					optarg, 1ull << 24);
+			if (*end || !(sec >= 0.001) || sec > 1e6) {
+				fprintf(stderr, "rdps server: --reply-stall-timeout '%s' is not a positive number of seconds\n", optarg);
 				return 2;
 			}
-			cfg.max_reply_buffer = (size_t)(mb << 20);
+			cfg.reply_stall_ms = (int)(sec * 1000);
 			break;
 		}
+		case 'Z':
+			if (!strcmp(optarg, "refuse")) {
+				cfg.nonfinite = RDPS_NONFINITE_REFUSE;
+			} else if (!strcmp(optarg, "accept")) {
+				cfg.nonfinite = RDPS_NONFINITE_ACCEPT;
+			} else {
+				fprintf(stderr, "rdps server: --nonfinite '%s': want refuse or accept\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'E':
 			double_ent = true;
 			break;
@@ -592,6 +672,12 @@ int rdps_cmd_server(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	auth_mode = secret.len ? "clients must authenticate"
+		    : cfg.allow_unauthenticated ? "no authentication (no secret, "
+						  "--allow-unauthenticated: any client that "
+						  "reaches the port is served)"
+		    : "no secret: only clients on this machine are served (protected mode; "
+		      "--secret-file, or --allow-unauthenticated, for others)";
 	if (gpart)
 		rdps_info("server %ld: listening on %s:%u (%s), part %u of %u of the graph in %s "
 			  "(%" PRIu64 " nodes, %" PRIu64 " edges), %s",
@@ -599,17 +685,35 @@ int rdps_cmd_server(int argc, char **argv)
 			  cfg.transport, gpart->part, gpart->num_parts, gdir,
 			  gpart->node_ranges[gpart->part + 1] - gpart->node_ranges[gpart->part],
 			  gpart->edge_ranges[gpart->part + 1] - gpart->edge_ranges[gpart->part],
-			  secret.len ? "clients must authenticate" : "no authentication (no secret)");
+			  auth_mode);
 	else if (cfg.num_tables)
 		rdps_info("server %ld: listening on %s:%u (%s), %u table(s), optimizer %s lr %g, %s",
 			  server_id, ipc.servers[server_id].host, ipc.servers[server_id].port,
 			  cfg.transport, cfg.num_tables, rdps_optimizer_name(optimizer), lr,
-			  secret.len ? "clients must authenticate" : "no authentication (no secret)");
+			  auth_mode);
 	else
 		rdps_info("server %ld: listening on %s:%u (%s), no table yet (its clients make them), %s",
 			  server_id, ipc.servers[server_id].host, ipc.servers[server_id].port,
 			  cfg.transport,
-			  secret.len ? "clients must authenticate" : "no authentication (no secret)");
+			  auth_mode);
+	{
+		char a[32], b[32], c[32], basis[256] = "--max-table-memory";
+
+		if (!cfg.max_table_memory)
+			rdps_server_default_table_budget(cfg.transport, basis, sizeof(basis));
+		rdps_info("server %ld: tables may take %s (%s), replies held for clients %s "
+			  "(--max-reply-buffer), requests being received %s (--max-request-buffer); "
+			  "non-finite gradients are %s", server_id,
+			  rdps_bytes_str(cfg.max_table_memory ? cfg.max_table_memory
+				: rdps_server_default_table_budget(cfg.transport, NULL, 0), a,
+				sizeof(a)), basis,
+			  cfg.max_reply_buffer ? rdps_bytes_str(cfg.max_reply_buffer, b, sizeof(b))
+					       : "1/16 of RAM within 64 MiB..1 GiB",
+			  cfg.max_request_buffer ? rdps_bytes_str(cfg.max_request_buffer, c, sizeof(c))
+						 : "1/16 of RAM within 64 MiB..1 GiB",
+			  cfg.nonfinite == RDPS_NONFINITE_ACCEPT ? "applied (--nonfinite accept)"
+								 : "refused");
+	}
 	if (cfg.checkpoint_interval_ms && !cfg.checkpoint_dir) {
 		fprintf(stderr, "rdps server: --checkpoint-interval needs --checkpoint-dir\n");
 		rdps_server_destroy(running);
@@ -730,6 +834,18 @@ static int admin(int argc, char **argv, const char *cmd)
 			ret = rdps_client_server_stats(c, s, &st);
 			if (!ret)
 				rdps_server_print_stats(&st, s, stdout);
+			/* Non-finite gradients, per table by name (the observer's
+			 * welcome lists the server's tables). */
+			for (uint32_t t = 0; !ret && t < RDPS_MAX_TABLES; t++) {
+				struct rdps_table_info ti;
+
+				if (!st.nonfinite_rows[t])
+					continue;
+				printf("server %u: table '%s': %llu gradient row(s) with a NaN or an "
+				       "infinity pushed\n", s,
+				       rdps_client_table_info(c, t, &ti) ? "?" : ti.name,
+				       (unsigned long long)st.nonfinite_rows[t]);
+			}
 		} else {
 			ret = 0;
 		}

@@ -144,6 +144,7 @@ static int call_handler(struct inproc_conn *ic, struct rdps_request *req, int ti
 	req->client_id = ic->client_id;
 	req->num_clients = ic->num_clients;
 	req->observer = ic->observer;
+	req->admin = true; /* in this process */
 	req->peer = "inproc";
 	req->token = w.token = ++is->next_token;
 	w.reply = req->reply;
@@ -197,6 +198,7 @@ static int call_rows_handler(struct inproc_conn *ic, struct rdps_request *req)
 	req->client_id = ic->client_id;
 	req->num_clients = ic->num_clients;
 	req->observer = ic->observer;
+	req->admin = true; /* in this process */
 	req->peer = "inproc";
 	while (sem_wait(&is->data_slots) && errno == EINTR)
 		;
@@ -328,6 +330,7 @@ static void inproc_close(struct rdps_conn *c)
 			req.client_id = ic->client_id;
 			req.num_clients = ic->num_clients;
 			req.observer = ic->observer;
+			req.admin = true;
 			req.peer = "inproc";
 			ic->srv->p.handle(ic->srv->p.ctx, &req);
 		}

@@ -42,6 +42,7 @@ static void ofi_query(uint32_t num_clients, uint32_t num_servers,
 		.client_pinned_bytes = conn * servers + group,
 		.client_endpoints = 1,
 		.one_sided_pulls = true,
+		.pins_tables = true,
 	};
 }
 

@@ -235,3 +235,19 @@ void rdps_sock_peer(int fd, char *buf, size_t len)
 		ss.ss_family = AF_UNSPEC;
 	rdps_sock_addr_str((struct sockaddr *)&ss, buf, len);
 }
+
+bool rdps_sock_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
+	}
+	return false;
+}

@@ -4,6 +4,7 @@
 #ifndef RDPS_TRANSPORT_SOCK_H
 #define RDPS_TRANSPORT_SOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -34,5 +35,9 @@ void rdps_sock_peer(int fd, char *buf, size_t len);
  * families other than IPv4 and IPv6. */
 struct sockaddr;
 void rdps_sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+
+/* Whether an address is this machine's loopback (127.0.0.0/8, ::1, or
+ * IPv4 loopback mapped into IPv6): a peer there runs on this machine. */
+bool rdps_sock_is_loopback(const struct sockaddr *sa);
 
 #endif

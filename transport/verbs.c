@@ -26,6 +26,7 @@ static void verbs_query(uint32_t num_clients, uint32_t num_servers,
 				       (num_servers ? num_servers : 1),
 		.client_endpoints = num_servers ? num_servers : 1,
 		.one_sided_pulls = true,
+		.pins_tables = true,
 	};
 }
 

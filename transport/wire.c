@@ -44,6 +44,31 @@ int rdps_wire_check_hdr(const struct rdps_wire_hdr *h, char *why, size_t whylen)
 	return 0;
 }
 
+uint32_t rdps_wire_request_max(uint8_t type, bool observer)
+{
+	if (observer)
+		return 0;
+	switch (type) {
+	case RDPS_REQ_HELLO:
+		return sizeof(struct rdps_wire_hello); /* refused: one per connection */
+	case RDPS_REQ_PULL:
+	case RDPS_REQ_PUSH:
+	case RDPS_REQ_SET:
+		return RDPS_WIRE_MAX_FRAME;
+	case RDPS_REQ_TABLE:
+		return sizeof(struct rdps_table_req);
+	case RDPS_REQ_SAMPLE:
+		/* fanout >= 1, so seeds <= RDPS_SAMPLE_MAX_EDGES */
+		return sizeof(struct rdps_sample_req) + RDPS_SAMPLE_MAX_EDGES * 8u;
+	case RDPS_REQ_ALLREDUCE:
+		return RDPS_ALLREDUCE_MAX * 8;
+	case RDPS_WIRE_BIND:
+		return RDPS_WIRE_BIND_MAX;
+	default: /* flush, barrier, stats, shutdown, checkpoint; unknown */
+		return 0;
+	}
+}
+
 int rdps_wire_check_sample(const void *payload, size_t len, char *why, size_t whylen)
 {
 	struct rdps_sample_req r;

@@ -4,6 +4,7 @@
 #ifndef RDPS_TRANSPORT_WIRE_H
 #define RDPS_TRANSPORT_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,7 +12,8 @@
 #include "rdps/transport.h"
 
 #define RDPS_WIRE_MAGIC 0x53504452u /* "RDPS" */
-#define RDPS_WIRE_VERSION 2 /* 2: push counts in the hello, server state in the welcome */
+#define RDPS_WIRE_VERSION 3 /* 2: push counts in the hello, server state in the welcome;
+			     * 3: non-finite counts in the stats */
 #define RDPS_WIRE_MAX_FRAME (64u << 20) /* payload bytes */
 #define RDPS_WIRE_REPLY 0x80            /* type bit of replies */
 #define RDPS_WIRE_ERRMSG_MAX 400
@@ -105,6 +107,13 @@ static inline void rdps_wire_hdr_init(struct rdps_wire_hdr *h, uint8_t type,
 /* Checks magic, version and length of a received header. Returns 0, or
  * -EPROTO/-EMSGSIZE with a reason in why. */
 int rdps_wire_check_hdr(const struct rdps_wire_hdr *h, char *why, size_t whylen);
+
+/* The largest payload a request frame of type may carry once the
+ * handshake is done, checked on its header before any of it is buffered:
+ * empty for the requests without a body, the exact size of fixed ones, the
+ * frame limit for rows, and 0 for unknown types. An observer may ask only
+ * for stats, a checkpoint or a shutdown: its frames are all empty. */
+uint32_t rdps_wire_request_max(uint8_t type, bool observer);
 
 /* Validates the body of a pull/push request against the exposed regions:
  * table index, n, exact length. Returns 0 or -errno with a reason. */

@@ -75,6 +75,16 @@ int rdps_reserve(void **buf, size_t *cap, size_t need);
 /* strerror for our negative errno values (thread-safe, static strings). */
 const char *rdps_strerror(int neg_errno);
 
+/* Copies len bytes of in to out (outlen bytes, NUL-terminated, cut at a
+ * whole character) with control bytes, backslashes and bytes that are not
+ * printable UTF-8 written as \xNN: text from a peer made safe for a log
+ * line or a terminal. Returns the length written. rdps_log_write escapes
+ * every message this way. */
+size_t rdps_escape(const char *in, size_t len, char *out, size_t outlen);
+
+/* "123 B", "1.5 GiB": bytes for a message, in buf (returned). */
+const char *rdps_bytes_str(uint64_t bytes, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -208,6 +208,13 @@ struct rdps_shard; /* opaque */
 int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out);
 void rdps_shard_destroy(struct rdps_shard *s);
 
+/* The bytes rdps_shard_create(p) would allocate for rows [p->lo, p->hi):
+ * the row region (page-rounded), the optimizer state and the stripe
+ * locks, so a caller can hold a table against a memory budget before it
+ * exists. 0, -EINVAL (dim out of range, lo > hi) or -EOVERFLOW (the size
+ * does not fit 64 bits: rdps_shard_create refuses it too). */
+int rdps_shard_footprint(const struct rdps_shard_params *p, uint64_t *bytes);
+
 /* The shard's memory region and its shape. */
 struct rdps_shard_info {
 	const char *name;
@@ -269,6 +276,12 @@ int rdps_shard_apply(struct rdps_shard *s, const uint64_t *ids,
 int rdps_shard_apply_gather(struct rdps_shard *s, const uint64_t *ids, const float *grads,
 			    const uint32_t *index, uint32_t n);
 
+/* How many of n rows of dim floats (row i at rows + (index ? index[i] : i)
+ * * dim) hold a NaN or an infinity; the first such i in *first (may be
+ * NULL). What a server checks pushed gradients with before it applies them. */
+uint32_t rdps_rows_nonfinite(const float *rows, const uint32_t *index, uint32_t n,
+			     uint32_t dim, uint32_t *first);
+
 /* Floats of optimizer state the shard keeps (0 for SGD and none, a float
  * per row part for row-wise Adagrad, dim per row for element-wise Adagrad,
  * 2 dim + 1 per row for Adam: m, v and the step count's 32 bits). */
@@ -279,6 +292,10 @@ uint64_t rdps_shard_state_floats(const struct rdps_shard *s);
  * 0). Safe while other threads apply: each stripe of rows is copied under
  * its lock, so every row (with its state) is as of one moment. */
 void rdps_shard_export(const struct rdps_shard *s, float *rows, float *state);
+/* The same for local rows [first, first + n) only (rows[0] is row first):
+ * a caller streams a shard out in pieces of bounded memory. */
+void rdps_shard_export_range(const struct rdps_shard *s, uint64_t first, uint64_t n,
+			     float *rows, float *state);
 
 /* Replaces every row and the optimizer state (same layout as export);
  * rows are written with the checksum protocol, so concurrent validated

@@ -127,11 +127,13 @@ int rdps_loader_load(const char *path, uint32_t kind,
 void rdps_loader_blob_free(struct rdps_blob *b);
 
 /* Streaming blob writer: writes path.tmp-XXXXXX and renames it to path on
- * commit, so path never holds a partial file. */
+ * commit, so path never holds a partial file. Filled buffers are written by
+ * io_uring (pwrite without it) while the next one fills: its memory is 4
+ * buffers whatever the blob's size. */
 struct rdps_blob_writer;
 
 /* Creates the temporary file; part may be RDPS_BLOB_NO_PART. buffer_bytes
- * is the write-buffer size (0 = 1 MiB). */
+ * is the size of each of its 4 write buffers (0 = 1 MiB). */
 int rdps_loader_writer_create(const char *path, uint32_t kind,
 			      uint32_t record_size, uint32_t id_width,
 			      uint32_t part, size_t buffer_bytes,
@@ -140,6 +142,14 @@ int rdps_loader_writer_create(const char *path, uint32_t kind,
 /* Appends n whole records (n * record_size bytes). */
 int rdps_loader_writer_append(struct rdps_blob_writer *w, const void *records,
 			      uint64_t n);
+
+/* Writing records in place (no copy through the caller's memory): the
+ * whole records that fit in the writer's buffer now, at least min (the
+ * buffer is handed to the disk first if fewer fit), at *at; 0 after a
+ * failed write, or if min records are more than a buffer holds. Then
+ * advance() by the n of them the caller wrote there. */
+uint64_t rdps_loader_writer_space(struct rdps_blob_writer *w, uint64_t min, void **at);
+int rdps_loader_writer_advance(struct rdps_blob_writer *w, uint64_t n);
 
 /* Records appended so far. */
 uint64_t rdps_loader_writer_count(const struct rdps_blob_writer *w);

@@ -51,6 +51,8 @@ struct rdps_server_config {
 	struct rdps_server_table_config tables[RDPS_MAX_TABLES];
 	uint64_t seed;                      /* initialisation seed */
 	const struct rdps_secret *secret;   /* clients must prove it; NULL: none */
+	bool allow_unauthenticated;         /* without a secret, serve clients beyond
+					     * this machine too (protected mode off) */
 	const char *checkpoint_dir;         /* where checkpoints go; NULL: none */
 	int checkpoint_interval_ms;         /* also every this often (0: on request) */
 	bool resume;                        /* start from the newest valid checkpoint */
@@ -64,8 +66,33 @@ struct rdps_server_config {
 	uint32_t max_connections;           /* open connections at once */
 	int handshake_timeout_ms;           /* to finish the hello/authentication */
 	size_t max_reply_buffer;            /* bytes of replies queued for all clients */
+	int reply_stall_ms;                 /* replies unread this long while others
+					     * wait for room: the connection closes */
+	size_t max_request_buffer;          /* bytes of requests being received, all
+					     * clients together */
 	uint32_t num_threads;               /* threads serving requests (0: 1); pushes
 					     * to different rows apply in parallel */
+	/* Memory all tables may take (rows, optimizer state, locks: what
+	 * rdps_shard_footprint counts), the config's and those clients make:
+	 * a table request that would go past it is refused before anything is
+	 * allocated. 0: rdps_server_default_table_budget(); the config's own
+	 * tables are held to it at create only when it is given. */
+	uint64_t max_table_memory;
+	int nonfinite;                      /* enum rdps_nonfinite */
+};
+
+/* The default of max_table_memory for a server on this transport: half of
+ * the machine's memory and, where the transport pins every table (RDMA
+ * backends register them) and the process may not lock past its limit (no
+ * CAP_IPC_LOCK), at most the locked-memory limit (ulimit -l) less what the
+ * transport pins besides. why (may be NULL) gets which of them it is. */
+uint64_t rdps_server_default_table_budget(const char *transport, char *why, size_t whylen);
+
+/* What a server does with pushed gradients that hold a NaN or an infinity
+ * (counted per table in the stats either way). */
+enum rdps_nonfinite {
+	RDPS_NONFINITE_REFUSE = 0, /* refuse the whole push, naming table and row */
+	RDPS_NONFINITE_ACCEPT = 1, /* apply it (the rows become non-finite) */
 };
 
 struct rdps_server; /* opaque */

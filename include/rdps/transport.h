@@ -87,10 +87,12 @@ const char *rdps_dtype_name(int dtype);
 int rdps_dtype_parse(const char *name);
 
 /* The 32-bit words a row of elems elements of dtype takes (the row's data
- * is padded to whole words): what rows move as on the wire. */
-static inline uint32_t rdps_dtype_row_words(int dtype, uint32_t elems)
+ * is padded to whole words): what rows move as on the wire. 64 bits wide,
+ * so it never wraps (an int64 row of 2^31 + 1 elements is 2^32 + 2 words,
+ * not 2): compare it with RDPS_MAX_DIM before narrowing it. */
+static inline uint64_t rdps_dtype_row_words(int dtype, uint32_t elems)
 {
-	return (uint32_t)((rdps_dtype_size(dtype) * elems + 3) / 4);
+	return ((uint64_t)rdps_dtype_size(dtype) * elems + 3) / 4;
 }
 
 /* One table as a server exposes it (also its wire form, 96 bytes). A
@@ -189,11 +191,14 @@ struct rdps_server_stats {
 	uint64_t rolled_back_rows; /* pushed rows a restore from a checkpoint undid */
 	uint64_t ckpt_rows_during; /* rows pushed while the last checkpoint was written
 				    * (appliers do not wait for checkpoints) */
+	uint64_t nonfinite_pushes; /* pushes refused for a NaN or an infinity */
 	uint64_t pulls_two_sided;  /* RDMA: 0 pulls are one-sided; else why this server's
 				    * CPU serves them (enum rdps_two_sided_why) */
-	uint64_t reserved[1];
+	uint64_t nonfinite_rows[RDPS_MAX_TABLES]; /* per table slot: gradient rows holding a NaN or an
+				      * infinity pushed to it (refused, or applied
+				      * with --nonfinite accept) */
 };
-_Static_assert(sizeof(struct rdps_server_stats) == 384, "wire layout");
+_Static_assert(sizeof(struct rdps_server_stats) == 896, "wire layout");
 
 /* Why an RDMA backend's pulls are two-sided (served by the server's CPU). */
 enum rdps_two_sided_why {
@@ -267,7 +272,10 @@ struct rdps_request {
 	uint32_t type;         /* enum rdps_req_type */
 	uint32_t client_id;    /* from the connection's hello */
 	uint32_t num_clients;  /* from the connection's hello */
-	bool observer;         /* admin connection (stats, shutdown only) */
+	bool observer;         /* not a client of the job (stats, checkpoint, shutdown) */
+	bool admin;            /* the peer proved the secret, or runs on the server's
+				* machine (a server without one): may stop the server
+				* or make it write a checkpoint as an observer */
 	const char *peer;      /* "host:port" of the client, for logs */
 	uint64_t token;        /* identifies the request for a deferred reply */
 	/* pull and push */
@@ -307,13 +315,21 @@ struct rdps_listen_params {
 	rdps_request_handler handle;
 	void *ctx;
 	const struct rdps_secret *secret;  /* clients must prove it; NULL: none */
+	bool allow_unauthenticated;        /* without a secret, serve peers beyond
+					    * this machine too (else: loopback only) */
 	/* Limits against hostile or overloaded peers (stream backends; 0: the
 	 * default, as rdps server --help states). */
 	uint32_t max_connections;          /* open at once; more are closed at once */
 	int handshake_timeout_ms;          /* to be admitted (hello, authentication) */
 	size_t max_reply_buffer;           /* reply bytes held for all connections:
-					    * above it, connections with unsent
-					    * replies take no new requests */
+					    * a request is taken only once its
+					    * largest reply fits beside them */
+	int reply_stall_ms;                /* a connection whose replies do not move
+					    * this long while others wait for the
+					    * reply budget is closed */
+	size_t max_request_buffer;         /* request bytes being received, all
+					    * connections together: a frame is
+					    * read only once it fits */
 	uint32_t num_threads;              /* threads to serve requests (0: 1); the
 					    * backend may grant fewer, see
 					    * struct rdps_tserver */
@@ -343,6 +359,7 @@ struct rdps_transport_info {
 	size_t client_pinned_bytes; /* ... for all its servers' connections */
 	uint32_t client_endpoints;  /* queue pairs or endpoints a client opens for them */
 	bool one_sided_pulls;       /* pulls read server memory without its CPU */
+	bool pins_tables;           /* a server registers (pins) every table's memory */
 };
 
 /* Pulls every backend accepts on one connection between two pull_wait()s. */

@@ -26,262 +26,14 @@
 
 #include "rdps/client.h"
 #include "rdps/common.h"
+#include "rdps_srvproc.h"
 #include "rdps_test.h"
 #include "transport/wire.h"
-
-#define SECRET "hardening test secret, 32 bytes"
-#define MiB (1u << 20)
-
-static struct {
-	char *dir, *ipc, *log, *secret;
-	int port;
-	pid_t pid;
-} srv;
-
-/* Starts build/rdps server with extra arguments, under ulimit -n nofile
- * (if not NULL), with the test secret if secret. */
-static void start_server(const char *nofile, bool secret, const char *const *extra)
-{
-	static char script[96];
-	char text[64], *argv[48], *log;
-	int n = 0;
-
-	srv.port = rdps_test_free_ports(1);
-	cr_assert_gt(srv.port, 0);
-	srv.dir = rdps_test_tmpdir("hardening");
-	snprintf(text, sizeof(text), "127.0.0.1 %d\n", srv.port);
-	srv.ipc = rdps_test_write(srv.dir, "ip_config.txt", text);
-	srv.secret = rdps_test_write(srv.dir, "secret", SECRET "\n");
-	cr_assert(asprintf(&srv.log, "%s/server.log", srv.dir) > 0);
-	if (nofile) {
-		snprintf(script, sizeof(script), "ulimit -n %s && exec \"$0\" \"$@\"", nofile);
-		argv[n++] = "/bin/sh";
-		argv[n++] = "-c";
-		argv[n++] = script;
-	}
-	argv[n++] = RDPS_BIN;
-	argv[n++] = "server";
-	argv[n++] = "--ip_config";
-	argv[n++] = srv.ipc;
-	argv[n++] = "--server_id";
-	argv[n++] = "0";
-	argv[n++] = "--transport";
-	argv[n++] = "tcp";
-	if (secret) {
-		argv[n++] = "--secret-file";
-		argv[n++] = srv.secret;
-	}
-	for (int i = 0; extra[i]; i++)
-		argv[n++] = (char *)extra[i];
-	argv[n] = NULL;
-	unsetenv("RDPS_SECRET");
-	srv.pid = rdps_test_spawn(argv, srv.log);
-	if (rdps_test_wait_port("127.0.0.1", srv.port, 10000)) {
-		log = rdps_test_slurp(srv.log);
-		cr_assert_fail("server did not start:\n%s", log);
-	}
-}
-
-static void stop_server(void)
-{
-	int st;
-
-	if (srv.pid > 0) {
-		kill(srv.pid, SIGTERM);
-		cr_assert_eq(rdps_test_wait(srv.pid, 10000, &st), 0, "server ignored SIGTERM");
-		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server exit status %d", st);
-	}
-	rdps_test_rmtree(srv.dir);
-	free(srv.ipc);
-	free(srv.log);
-	free(srv.secret);
-	free(srv.dir);
-	memset(&srv, 0, sizeof(srv));
-}
-
-static int raw_connect(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port) };
-	struct timeval tv = { .tv_sec = 10 };
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-
-	cr_assert_geq(s, 0, "socket: %s", strerror(errno));
-	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-	cr_assert_eq(connect(s, (struct sockaddr *)&a, sizeof(a)), 0, "connect: %s",
-		     strerror(errno));
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	return s;
-}
-
-static int local_port(int s)
-{
-	struct sockaddr_in a;
-	socklen_t l = sizeof(a);
-
-	cr_assert_eq(getsockname(s, (struct sockaddr *)&a, &l), 0);
-	return ntohs(a.sin_port);
-}
-
-static void send_all(int s, const void *buf, size_t len)
-{
-	cr_assert_eq(send(s, buf, len, MSG_NOSIGNAL), (ssize_t)len, "send: %s", strerror(errno));
-}
-
-static void send_hdr(int s, uint8_t type, uint32_t len)
-{
-	struct rdps_wire_hdr h;
-
-	rdps_wire_hdr_init(&h, type, len, 0);
-	send_all(s, &h, sizeof(h));
-}
-
-static void send_hello(int s, uint32_t client_id, uint32_t num_clients, uint32_t flags)
-{
-	struct rdps_wire_hello hl = { .client_id = client_id, .num_clients = num_clients,
-				      .flags = flags };
-
-	send_hdr(s, RDPS_REQ_HELLO, sizeof(hl));
-	send_all(s, &hl, sizeof(hl));
-}
-
-/* Reads one frame of type (header and payload); returns its status. */
-static int recv_frame(int s, uint8_t type, void *buf, size_t cap)
-{
-	struct rdps_wire_hdr h;
-	char tmp[4096];
-
-	cr_assert_eq(rdps_test_recv_all(s, &h, sizeof(h)), 0, "no frame of type 0x%x came", type);
-	cr_assert_eq(h.magic, RDPS_WIRE_MAGIC);
-	cr_assert_eq(h.type, type, "frame type 0x%x, want 0x%x", h.type, type);
-	if (!buf) {
-		buf = tmp;
-		cap = sizeof(tmp);
-	}
-	cr_assert_leq(h.len, cap, "frame of %u bytes", h.len);
-	cr_assert_eq(rdps_test_recv_all(s, buf, h.len), 0, "frame of type 0x%x cut short", type);
-	return h.status;
-}
-
-/* The server closed s (end of stream or reset), within the 10 s timeout. */
-static void expect_closed(int s, const char *what)
-{
-	char c;
-	ssize_t n = recv(s, &c, 1, 0);
-
-	cr_assert(n == 0 || (n < 0 && errno == ECONNRESET),
-		  "%s: the server kept the connection open (recv: %zd, %s)", what, n,
-		  n < 0 ? strerror(errno) : "data");
-}
-
-/* A field of /proc/PID/status in kB ("VmRSS:", "VmHWM:"). */
-static long proc_kb(pid_t pid, const char *field)
-{
-	char path[64], *text, *p;
-	long kb = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	text = rdps_test_slurp(path);
-	cr_assert(text, "cannot read %s", path);
-	p = strstr(text, field);
-	if (p)
-		kb = strtol(p + strlen(field), NULL, 10);
-	free(text);
-	cr_assert_gt(kb, 0, "%s has no %s", path, field);
-	return kb;
-}
-
-/* Resets the peak RSS (VmHWM) of pid to its current RSS. */
-static void reset_peak(pid_t pid)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
-	f = fopen(path, "w");
-	cr_assert(f, "cannot open %s: %s", path, strerror(errno));
-	fputs("5", f);
-	cr_assert_eq(fclose(f), 0, "%s: %s", path, strerror(errno));
-}
-
-static int count_lines(const char *log, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = log; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
-/* Waits (up to 10 s) until the server's log holds needle; returns the log. */
-static char *wait_log(const char *needle)
-{
-	char *log = NULL;
-
-	for (uint64_t end = rdps_now_ns() + 10000000000ull; rdps_now_ns() < end;) {
-		free(log);
-		log = rdps_test_slurp(srv.log);
-		if (log && strstr(log, needle))
-			return log;
-		usleep(10000);
-	}
-	cr_assert_fail("server log lacks '%s':\n%.4000s", needle, log ? log : "");
-	return NULL;
-}
-
-static void expect_log_peer(int port, const char *what)
-{
-	char needle[160];
-
-	snprintf(needle, sizeof(needle), "client 127.0.0.1:%d: %s", port, what);
-	free(wait_log(needle));
-}
-
-static int make_client(uint32_t id, uint32_t n, bool observer, bool secret,
-		       struct rdps_client **out, char *err, size_t errlen)
-{
-	struct rdps_secret s = { .len = strlen(SECRET) };
-	struct rdps_client_params p = { .ip_config = srv.ipc, .transport = "tcp", .client_id = id,
-					.num_clients = n, .timeout_ms = 10000, .quiet = true,
-					.observer = observer, .secret = secret ? &s : NULL };
-
-	memcpy(s.key, SECRET, s.len);
-	return rdps_client_create(&p, out, err, errlen);
-}
-
-static struct rdps_client *client(uint32_t id, uint32_t n, bool observer, bool secret)
-{
-	struct rdps_client *c;
-	char err[640];
-
-	cr_assert_eq(make_client(id, n, observer, secret, &c, err, sizeof(err)), 0, "%s", err);
-	return c;
-}
-
-static struct rdps_server_stats stats_of(struct rdps_client *c)
-{
-	struct rdps_server_stats st;
-
-	cr_assert_eq(rdps_client_server_stats(c, 0, &st), 0, "%s", rdps_client_errmsg(c));
-	return st;
-}
-
-/* Pushes and pulls one row of the 'entity' table (dim 4, sgd lr 1, zeros). */
-static void expect_served(struct rdps_client *c, uint64_t id)
-{
-	float g[4] = { 1, 2, 3, 4 }, before[4], after[4];
-
-	cr_assert_eq(rdps_client_pull(c, 0, &id, 1, before), 0, "%s", rdps_client_errmsg(c));
-	cr_assert_eq(rdps_client_push(c, 0, &id, g, 1), 0, "%s", rdps_client_errmsg(c));
-	cr_assert_eq(rdps_client_flush(c), 0, "%s", rdps_client_errmsg(c));
-	cr_assert_eq(rdps_client_pull(c, 0, &id, 1, after), 0, "%s", rdps_client_errmsg(c));
-	cr_assert_float_eq(after[3], before[3] - 4.0f, 1e-5);
-}
 
 static const char *const small_table[] = { "--table", "entity:100:4", "--optimizer", "sgd",
 					    "--lr", "1", "--init", "zeros", NULL };
 
-TestSuite(hardening, .fini = stop_server, .timeout = 240);
+TestSuite(hardening, .fini = srvp_stop, .timeout = 240);
 
 /* ---------------------------------------------------------------------- */
 
@@ -301,29 +53,29 @@ Test(hardening, frames_announced_before_authentication_are_refused_on_their_head
 	long rss0, hwm;
 
 	cr_assert(chunk);
-	start_server(NULL, true, small_table);
-	reset_peak(srv.pid);
-	rss0 = proc_kb(srv.pid, "VmRSS:");
+	srvp_start(NULL, true, small_table);
+	srvp_reset_peak(srvp.pid);
+	rss0 = srvp_proc_kb(srvp.pid, "VmRSS:");
 	for (int i = 0; i < ATTACKERS; i++) {
 		uint8_t kind = kinds[i % 4];
 
-		s[i] = raw_connect();
-		port[i] = local_port(s[i]);
+		s[i] = srvp_raw_connect();
+		port[i] = srvp_local_port(s[i]);
 		/* Half announce a huge first frame; half do the hello, take
 		 * the challenge, then announce one instead of the 32-byte MAC. */
 		if (i % 4 >= 2) {
 			uint8_t nonce[RDPS_NONCE_LEN];
 
-			send_hello(s[i], 0, 1, 0);
-			recv_frame(s[i], RDPS_WIRE_CHALLENGE, nonce, sizeof(nonce));
+			srvp_send_hello(s[i], 0, 1, 0);
+			srvp_recv_frame(s[i], RDPS_WIRE_CHALLENGE, nonce, sizeof(nonce));
 		}
-		send_hdr(s[i], kind, BIG_FRAME - 16);
+		srvp_send_hdr(s[i], kind, BIG_FRAME - 16);
 		/* Send most of it, until the server hangs up. */
 		for (size_t sent = 0; sent < BIG_SENT; sent += MiB)
 			if (send(s[i], chunk, MiB, MSG_NOSIGNAL) != (ssize_t)MiB)
 				break;
 	}
-	hwm = proc_kb(srv.pid, "VmHWM:");
+	hwm = srvp_proc_kb(srvp.pid, "VmHWM:");
 	cr_log_info("%d connections announced %u MiB frames before authentication: server "
 		    "peak RSS %ld kB, %ld kB over %ld kB before (bound %d kB)", ATTACKERS,
 		    BIG_FRAME >> 20, hwm, hwm - rss0, rss0, PREAUTH_BOUND_KB);
@@ -331,15 +83,15 @@ Test(hardening, frames_announced_before_authentication_are_refused_on_their_head
 		     "the server's peak RSS grew from %ld kB to %ld kB: it buffered frames of "
 		     "unauthenticated peers", rss0, hwm);
 	for (int i = 0; i < ATTACKERS; i++) {
-		expect_closed(s[i], "a huge frame before authentication");
+		srvp_expect_closed(s[i], "a huge frame before authentication");
 		close(s[i]);
-		expect_log_peer(port[i], "a frame of type");
+		srvp_expect_log_peer(port[i], "a frame of type");
 	}
 	free(chunk);
 
-	c = client(0, 1, false, true);
-	expect_served(c, 7);
-	st = stats_of(c);
+	c = srvp_client(0, 1, false, true);
+	srvp_expect_served(c, 7);
+	st = srvp_stats_of(c);
 	cr_assert_eq(st.bad_frames, ATTACKERS, "bad_frames %llu",
 		     (unsigned long long)st.bad_frames);
 	rdps_client_destroy(c);
@@ -357,30 +109,30 @@ Test(hardening, idle_handshakes_time_out)
 	struct rdps_client *c;
 	int idle, half, idle_port, half_port;
 
-	start_server(NULL, true, args);
+	srvp_start(NULL, true, args);
 	/* Control: a client that finishes its handshake at once. */
-	c = client(0, 1, false, true);
-	idle = raw_connect();
-	idle_port = local_port(idle);
-	half = raw_connect();
-	half_port = local_port(half);
-	send_hello(half, 0, 1, 0);
-	recv_frame(half, RDPS_WIRE_CHALLENGE, nonce, sizeof(nonce));
+	c = srvp_client(0, 1, false, true);
+	idle = srvp_raw_connect();
+	idle_port = srvp_local_port(idle);
+	half = srvp_raw_connect();
+	half_port = srvp_local_port(half);
+	srvp_send_hello(half, 0, 1, 0);
+	srvp_recv_frame(half, RDPS_WIRE_CHALLENGE, nonce, sizeof(nonce));
 
-	expect_closed(idle, "a connection that sent nothing");
-	expect_closed(half, "a connection that never answered the challenge");
+	srvp_expect_closed(idle, "a connection that sent nothing");
+	srvp_expect_closed(half, "a connection that never answered the challenge");
 	close(idle);
 	close(half);
-	expect_log_peer(idle_port, "no handshake after");
-	expect_log_peer(half_port, "no handshake after");
-	free(wait_log("challenged, no authentication came"));
-	free(wait_log("nothing received"));
+	srvp_expect_log_peer(idle_port, "no handshake after");
+	srvp_expect_log_peer(half_port, "no handshake after");
+	free(srvp_wait_log("challenged, no authentication came"));
+	free(srvp_wait_log("nothing received"));
 
 	/* The control is older than the timeout now and still served, on the
 	 * same connection. */
-	expect_served(c, 3);
+	srvp_expect_served(c, 3);
 	cr_assert_eq(rdps_client_reconnects(c), 0);
-	st = stats_of(c);
+	st = srvp_stats_of(c);
 	cr_assert_eq(st.handshake_timeouts, 2, "handshake_timeouts %llu",
 		     (unsigned long long)st.handshake_timeouts);
 	rdps_client_destroy(c);
@@ -400,26 +152,26 @@ Test(hardening, a_hello_that_waited_for_a_busy_server_is_given_time_to_authentic
 	struct rdps_client *obs;
 	int s;
 
-	start_server(NULL, true, args);
+	srvp_start(NULL, true, args);
 	memcpy(secret.key, SECRET, secret.len);
-	s = raw_connect();
+	s = srvp_raw_connect();
 	/* Its handshake is a round trip after s connected: s is accepted. */
-	obs = client(0, 1, true, true);
-	cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+	obs = srvp_client(0, 1, true, true);
+	cr_assert_eq(kill(srvp.pid, SIGSTOP), 0);
 	cr_assert_eq(rdps_random_bytes(hl.nonce, sizeof(hl.nonce)), 0);
-	send_hdr(s, RDPS_REQ_HELLO, sizeof(hl));
-	send_all(s, &hl, sizeof(hl));
+	srvp_send_hdr(s, RDPS_REQ_HELLO, sizeof(hl));
+	srvp_send_all(s, &hl, sizeof(hl));
 	usleep(1500000); /* past the deadline while the server cannot read */
-	cr_assert_eq(kill(srv.pid, SIGCONT), 0);
+	cr_assert_eq(kill(srvp.pid, SIGCONT), 0);
 
-	cr_assert_eq(recv_frame(s, RDPS_WIRE_CHALLENGE, snonce, sizeof(snonce)), 0);
+	cr_assert_eq(srvp_recv_frame(s, RDPS_WIRE_CHALLENGE, snonce, sizeof(snonce)), 0);
 	rdps_auth_mac(&secret, RDPS_AUTH_CLIENT_LABEL, snonce, sizeof(snonce), hl.nonce,
 		      sizeof(hl.nonce), &hl, sizeof(hl), mac);
-	send_hdr(s, RDPS_WIRE_AUTH, sizeof(mac));
-	send_all(s, mac, sizeof(mac));
-	cr_assert_eq(recv_frame(s, RDPS_REQ_HELLO | RDPS_WIRE_REPLY, NULL, 0), 0,
+	srvp_send_hdr(s, RDPS_WIRE_AUTH, sizeof(mac));
+	srvp_send_all(s, mac, sizeof(mac));
+	cr_assert_eq(srvp_recv_frame(s, RDPS_REQ_HELLO | RDPS_WIRE_REPLY, NULL, 0), 0,
 		     "the welcome");
-	st = stats_of(obs);
+	st = srvp_stats_of(obs);
 	cr_assert_eq(st.handshake_timeouts, 0);
 	close(s);
 	rdps_client_destroy(obs);
@@ -462,20 +214,20 @@ Test(hardening, connections_over_the_cap_are_closed_and_counted)
 	char needle[128], err[640], *log;
 	double secs;
 
-	start_server(NULL, false, args);
+	srvp_start(NULL, false, args);
 	t0 = rdps_now_ns();
 	for (int i = 0; i < CAP; i++) {
-		held[i] = raw_connect();
-		send_hello(held[i], (uint32_t)i, CAP, 0);
-		cr_assert_eq(recv_frame(held[i], RDPS_REQ_HELLO | RDPS_WIRE_REPLY, NULL, 0), 0);
+		held[i] = srvp_raw_connect();
+		srvp_send_hello(held[i], (uint32_t)i, CAP, 0);
+		cr_assert_eq(srvp_recv_frame(held[i], RDPS_REQ_HELLO | RDPS_WIRE_REPLY, NULL, 0), 0);
 	}
-	extra = raw_connect();
-	extra_port = local_port(extra);
-	expect_closed(extra, "the connection over the cap");
+	extra = srvp_raw_connect();
+	extra_port = srvp_local_port(extra);
+	srvp_expect_closed(extra, "the connection over the cap");
 	close(extra);
 	snprintf(needle, sizeof(needle), "refused 1 connection(s) at the cap of %d open "
 		 "connections (--max-connections), the latest from 127.0.0.1:%d", CAP, extra_port);
-	free(wait_log(needle));
+	free(srvp_wait_log(needle));
 
 	/* The connections under the cap are served. */
 	for (int i = 0; i < CAP; i++) {
@@ -487,21 +239,21 @@ Test(hardening, connections_over_the_cap_are_closed_and_counted)
 		float row[4];
 
 		rdps_wire_hdr_init(&req.h, RDPS_REQ_PULL, sizeof(req) - sizeof(req.h), 0);
-		send_all(held[i], &req, sizeof(req));
-		cr_assert_eq(recv_frame(held[i], RDPS_REQ_PULL | RDPS_WIRE_REPLY, row,
+		srvp_send_all(held[i], &req, sizeof(req));
+		cr_assert_eq(srvp_recv_frame(held[i], RDPS_REQ_PULL | RDPS_WIRE_REPLY, row,
 					sizeof(row)), 0);
 	}
 
 	/* A burst is logged at most once a second, with counts. */
 	for (int i = 0; i < BURST; i++) {
-		extra = raw_connect();
-		expect_closed(extra, "a connection of the burst over the cap");
+		extra = srvp_raw_connect();
+		srvp_expect_closed(extra, "a connection of the burst over the cap");
 		close(extra);
 	}
 	secs = (rdps_now_ns() - t0) / 1e9;
 	for (uint64_t end = rdps_now_ns() + 10000000000ull;
 	     sum != 1 + BURST && rdps_now_ns() < end;) {
-		log = rdps_test_slurp(srv.log);
+		log = rdps_test_slurp(srvp.log);
 		sum = refused_in_log(log, &lines);
 		free(log);
 		usleep(10000);
@@ -515,11 +267,11 @@ Test(hardening, connections_over_the_cap_are_closed_and_counted)
 	/* Counted: ask as an observer in a freed slot (attempts that still
 	 * met the cap are refused and counted too). */
 	close(held[0]);
-	while (make_client(0, 1, true, false, &obs, err, sizeof(err))) {
+	while (srvp_make_client(0, 1, true, false, &obs, err, sizeof(err))) {
 		cr_assert_lt(++failed, 100, "no connection under the cap: %s", err);
 		usleep(20000);
 	}
-	st = stats_of(obs);
+	st = srvp_stats_of(obs);
 	cr_assert_eq(st.conns_refused, (uint64_t)(1 + BURST + failed), "conns_refused %llu",
 		     (unsigned long long)st.conns_refused);
 	rdps_client_destroy(obs);
@@ -560,7 +312,7 @@ Test(hardening, replies_for_slow_readers_are_bounded_by_the_budget)
 	float *buf;
 	long rss0, hwm;
 
-	start_server(NULL, false, args);
+	srvp_start(NULL, false, args);
 	/* Row r holds r + 1 everywhere. */
 	buf = malloc((size_t)WIDE_ROWS * WIDE_DIM * 4);
 	cr_assert(buf);
@@ -569,18 +321,18 @@ Test(hardening, replies_for_slow_readers_are_bounded_by_the_budget)
 		for (int k = 0; k < WIDE_DIM; k++)
 			buf[(size_t)r * WIDE_DIM + k] = -(float)(r + 1);
 	}
-	c = client(0, SLOW_CLIENTS + 1, false, false);
+	c = srvp_client(0, SLOW_CLIENTS + 1, false, false);
 	cr_assert_eq(rdps_client_push(c, 0, ids, buf, WIDE_ROWS), 0, "%s", rdps_client_errmsg(c));
 	cr_assert_eq(rdps_client_flush(c), 0, "%s", rdps_client_errmsg(c));
 	rdps_client_destroy(c);
-	obs = client(0, 1, true, false);
-	reset_peak(srv.pid);
-	rss0 = proc_kb(srv.pid, "VmRSS:");
+	obs = srvp_client(0, 1, true, false);
+	srvp_reset_peak(srvp.pid);
+	rss0 = srvp_proc_kb(srvp.pid, "VmRSS:");
 
 	for (int i = 0; i < SLOW_CLIENTS; i++) {
-		s[i] = raw_connect();
-		send_hello(s[i], (uint32_t)i + 1, SLOW_CLIENTS + 1, 0);
-		cr_assert_eq(recv_frame(s[i], RDPS_REQ_HELLO | RDPS_WIRE_REPLY, NULL, 0), 0);
+		s[i] = srvp_raw_connect();
+		srvp_send_hello(s[i], (uint32_t)i + 1, SLOW_CLIENTS + 1, 0);
+		cr_assert_eq(srvp_recv_frame(s[i], RDPS_REQ_HELLO | RDPS_WIRE_REPLY, NULL, 0), 0);
 		for (int k = 0; k < SLOW_PULLS; k++) {
 			rdps_wire_hdr_init(&req[k].h, RDPS_REQ_PULL,
 					   sizeof(req[k]) - sizeof(req[k].h), 0);
@@ -588,7 +340,7 @@ Test(hardening, replies_for_slow_readers_are_bounded_by_the_budget)
 			for (int j = 0; j < PULL_ROWS; j++)
 				req[k].ids[j] = slow_id(i, k, j);
 		}
-		send_all(s[i], req, sizeof(req));
+		srvp_send_all(s[i], req, sizeof(req));
 	}
 	/* Wait until the server stops taking pulls (the observer, with
 	 * nothing unsent, is still answered). */
@@ -596,13 +348,13 @@ Test(hardening, replies_for_slow_readers_are_bounded_by_the_budget)
 		uint64_t now;
 
 		usleep(100000);
-		st = stats_of(obs);
+		st = srvp_stats_of(obs);
 		now = st.requests[RDPS_REQ_PULL];
 		still = now == pulls ? still + 1 : 0;
 		pulls = now;
 	}
 	cr_assert_eq(still, 10, "the server kept taking pulls from clients that do not read");
-	hwm = proc_kb(srv.pid, "VmHWM:");
+	hwm = srvp_proc_kb(srvp.pid, "VmHWM:");
 	cr_log_info("%d clients pipelining %d pulls of %zu bytes, not reading: %llu pulls "
 		    "served, server peak RSS %ld kB, %ld kB over %ld kB before (bound %d kB)",
 		    SLOW_CLIENTS, SLOW_PULLS, reply, (unsigned long long)pulls, hwm, hwm - rss0,
@@ -617,7 +369,7 @@ Test(hardening, replies_for_slow_readers_are_bounded_by_the_budget)
 	/* One by one (the others still not reading), each reads all. */
 	for (int i = 0; i < SLOW_CLIENTS; i++) {
 		for (int k = 0; k < SLOW_PULLS; k++) {
-			cr_assert_eq(recv_frame(s[i], RDPS_REQ_PULL | RDPS_WIRE_REPLY, buf, reply),
+			cr_assert_eq(srvp_recv_frame(s[i], RDPS_REQ_PULL | RDPS_WIRE_REPLY, buf, reply),
 				     0, "client %d, pull %d", i, k);
 			for (int j = 0; j < PULL_ROWS; j++) {
 				float want = (float)(slow_id(i, k, j) + 1);
@@ -631,7 +383,7 @@ Test(hardening, replies_for_slow_readers_are_bounded_by_the_budget)
 		}
 		close(s[i]);
 	}
-	st = stats_of(obs);
+	st = srvp_stats_of(obs);
 	cr_assert_eq(st.requests[RDPS_REQ_PULL], (uint64_t)SLOW_CLIENTS * SLOW_PULLS);
 	rdps_client_destroy(obs);
 	free(buf);
@@ -653,18 +405,18 @@ Test(hardening, running_out_of_descriptors_backs_off_and_recovers)
 	int idle[IDLE], lines;
 	char *log;
 
-	start_server(NOFILE, false, args);
-	c = client(0, 2, false, false);
-	expect_served(c, 1);
+	srvp_start(NOFILE, false, args);
+	c = srvp_client(0, 2, false, false);
+	srvp_expect_served(c, 1);
 	for (int i = 0; i < IDLE; i++)
-		idle[i] = raw_connect();
+		idle[i] = srvp_raw_connect();
 	/* The episode (5 s): the existing client is served throughout. */
 	for (int i = 0; i < 50; i++) {
-		expect_served(c, 2);
+		srvp_expect_served(c, 2);
 		usleep(100000);
 	}
-	log = wait_log("Too many open files"); /* control: the limit was reached */
-	lines = count_lines(log, "\n");
+	log = srvp_wait_log("Too many open files"); /* control: the limit was reached */
+	lines = srvp_count_lines(log, "\n");
 	cr_log_info("%d log lines while %d connections exceeded RLIMIT_NOFILE %s for 5 s",
 		    lines, IDLE, NOFILE);
 	cr_assert_lt(lines, 20, "%d log lines in the episode; the first ones:\n%.2000s", lines,
@@ -675,13 +427,13 @@ Test(hardening, running_out_of_descriptors_backs_off_and_recovers)
 	/* Descriptors come back: a new client is accepted and served. */
 	for (int i = 0; i < IDLE; i++)
 		close(idle[i]);
-	late = client(1, 2, false, false);
-	expect_served(late, 4);
-	expect_served(c, 5);
+	late = srvp_client(1, 2, false, false);
+	srvp_expect_served(late, 4);
+	srvp_expect_served(c, 5);
 	rdps_client_destroy(late);
 	rdps_client_destroy(c);
-	log = wait_log("accepting connections again");
-	cr_assert_lt(count_lines(log, "\n"), 20, "%.2000s", log);
+	log = srvp_wait_log("accepting connections again");
+	cr_assert_lt(srvp_count_lines(log, "\n"), 20, "%.2000s", log);
 	free(log);
 }
 
@@ -695,28 +447,28 @@ Test(hardening, default_cap_follows_the_descriptor_limit)
 	long sum = 0;
 	char *log = NULL;
 
-	start_server(NOFILE, false, small_table);
+	srvp_start(NOFILE, false, small_table);
 	/* Its round trip also lets the server see the start-up probe close. */
-	c = client(0, 1, false, false);
-	expect_served(c, 9);
+	c = srvp_client(0, 1, false, false);
+	srvp_expect_served(c, 9);
 	for (int i = 0; i < IDLE; i++)
-		idle[i] = raw_connect();
+		idle[i] = srvp_raw_connect();
 	/* 64 - min(64 / 4, 64) = 48 connections, c among them. */
 	for (uint64_t end = rdps_now_ns() + 10000000000ull;
 	     sum != IDLE - 47 && rdps_now_ns() < end;) {
 		free(log);
 		usleep(10000);
-		log = rdps_test_slurp(srv.log);
+		log = rdps_test_slurp(srvp.log);
 		sum = refused_in_log(log, &lines);
 	}
 	cr_assert_eq(sum, IDLE - 47, "%ld refused, want %d:\n%.2000s", sum, IDLE - 47, log);
 	cr_assert(strstr(log, "at the cap of 48 open connections"), "%.2000s", log);
 	cr_assert_null(strstr(log, "Too many open files"), "%.2000s", log);
 	free(log);
-	st = stats_of(c);
+	st = srvp_stats_of(c);
 	cr_assert_eq(st.conns_refused, IDLE - 47, "conns_refused %llu",
 		     (unsigned long long)st.conns_refused);
-	expect_served(c, 10);
+	srvp_expect_served(c, 10);
 	for (int i = 0; i < IDLE; i++)
 		close(idle[i]);
 	rdps_client_destroy(c);

@@ -150,3 +150,21 @@ def test_rows_out_of_range(job):
     with pytest.raises(rdps.RdpsError) as e:
         dist.initialize()
     assert e.value.errno == errno.EALREADY
+
+
+def test_shapes_that_wrap_are_refused(job):
+    """A tensor of 2^58 rows wrapped the server's size to 0 bytes and wrote
+    past the allocation (standalone, the interpreter segfaulted; under a
+    job, server 0 died); an int64 row of 2^31 + 1 elements wrapped to 2
+    words. Both are errors naming the limit, and the job goes on."""
+    with pytest.raises(rdps.RdpsError) as e:
+        dist.DistTensor((2 ** 58, 1), torch.float32, name="huge")
+    assert e.value.errno in (errno.EOVERFLOW, errno.ENOSPC), e.value
+    assert "64-bit sizes" in e.value.message or "--max-table-memory" in e.value.message, \
+        e.value.message
+    with pytest.raises(rdps.RdpsError) as e:
+        dist.DistTensor((1, 2 ** 31 + 1), torch.int64, name="wide")
+    assert e.value.errno == errno.EINVAL and "words" in e.value.message, e.value.message
+    t = dist.DistTensor((4, 2), torch.float32, name="after_huge")
+    t[[1]] = torch.tensor([[1.5, -2.0]])
+    assert t[[1]].tolist() == [[1.5, -2.0]]
