@@ -85,6 +85,7 @@
 
 #include "rdps/auth.h"
 #include "rdps/transport.h"
+#include "retire.h"
 
 /* The oldest libfabric API rdps asks for; it asks for the newest the
  * library offers (ofi_api_version()): below 1.18 efa keeps device RDMA
@@ -574,6 +575,7 @@ struct ofi_session {
 	int state;                    /* OS_* */
 	fi_addr_t addr;               /* the client's endpoint */
 	uint64_t token;               /* its control connection's session token */
+	uint64_t seq;                 /* sessions in the order they began (retire.h) */
 	uint64_t cookie;              /* what its messages carry */
 	uint32_t conn;                /* the client's index of its connection (ours carry it) */
 	uint32_t client_id, num_clients;
@@ -627,6 +629,8 @@ struct ofi_server {
 	uint64_t *answer_tag;         /* per slot: the tag its answer is sent with */
 	uint64_t orphans;             /* messages of no live session */
 	uint64_t busy_poll_ns;
+	uint64_t next_seq;            /* the next session's number */
+	struct rdps_retire_list retired; /* dropped tables' regions (retire.h) */
 	uint64_t last_traffic_ns;     /* thread 0 handled something then (atomic) */
 	uint64_t naps;                /* OFI_IDLE_SLEEP_MS sleeps without a wait object */
 	bool grow_failed_logged;

@@ -37,6 +37,9 @@ static inline struct ofi_server *to_ofi_server(struct rdps_tserver *s)
 	return container_of(s, struct ofi_server, base);
 }
 
+static void retired_reap(struct ofi_server *os);
+static void close_retired(void *mr);
+
 static void publish_stats(struct ofi_server *os)
 {
 	struct rdps_server_stats *st = os->base.stats;
@@ -206,6 +209,7 @@ static int bind_session(void *ctx, const struct rdps_tcp_bind_who *who, const vo
 	ss->token = who->session;
 	ss->cookie = ofi_cookie(os->p.secret, who->session);
 	ss->conn = req.conn;
+	ss->seq = os->next_seq++;
 	ss->client_id = who->client_id;
 	ss->num_clients = who->num_clients;
 	snprintf(ss->peer, sizeof(ss->peer), "%s (client %u, ofi)", who->peer, who->client_id);
@@ -385,6 +389,7 @@ int ofi_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 	if (n)
 		traffic(os);
 	reap(os);
+	retired_reap(os);
 	publish_stats(os);
 	return n;
 }
@@ -427,6 +432,7 @@ void ofi_destroy(struct rdps_tserver *s, int timeout_ms)
 	close_mr(&os->ctl_mr);
 	for (uint32_t t = 0; t < RDPS_MAX_TABLES; t++)
 		close_mr(&os->mrs[t]);
+	rdps_retire_free(&os->retired, close_retired);
 	ofi_ep_close(&os->e);
 	free(os->ctl_buf);
 	free(os->sessions);
@@ -506,6 +512,15 @@ int ofi_add_region(struct rdps_tserver *s, struct rdps_region *r)
 	return 0;
 }
 
+static void close_retired(void *mr)
+{
+	fi_close(&((struct fid_mr *)mr)->fid);
+}
+
+/* The table leaves (in a request's handling, on the progress thread, which
+ * applies every push: none is half applied): its rows say so and its region
+ * stays registered until the sessions that may know its key are gone
+ * (retire.h), so a late READ fails that pull, not the client's connection. */
 void ofi_remove_region(struct rdps_tserver *s, uint32_t table_id)
 {
 	struct ofi_server *os = container_of(s, struct ofi_server, base);
@@ -514,10 +529,27 @@ void ofi_remove_region(struct rdps_tserver *s, uint32_t table_id)
 		return;
 	__atomic_store_n(&os->regions[table_id].desc.dim, 0, __ATOMIC_RELEASE);
 	os->tcp->ops->remove_region(os->tcp, table_id);
-	if (os->mrs[table_id]) {
+	if (!os->mrs[table_id])
+		return;
+	rdps_region_retire_rows(&os->regions[table_id]);
+	if (rdps_retire_add(&os->retired, os->mrs[table_id], os->next_seq))
 		fi_close(&os->mrs[table_id]->fid);
-		os->mrs[table_id] = NULL;
-	}
+	os->mrs[table_id] = NULL;
+}
+
+/* Closes the retired regions no session that began before their drop can
+ * read any more. */
+static void retired_reap(struct ofi_server *os)
+{
+	uint64_t min = UINT64_MAX;
+
+	if (!os->retired.n)
+		return;
+	for (uint32_t i = 0; i < os->hw; i++)
+		if (os->sessions[i] && os->sessions[i]->seq < min)
+			min = os->sessions[i]->seq;
+	if (rdps_retire_reap(&os->retired, min, close_retired))
+		rdps_dbg("server %u: retired table regions closed", os->p.server_id);
 }
 
 /* Registers the shards for remote reads, and says where they are. */

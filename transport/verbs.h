@@ -36,6 +36,7 @@
 
 #include "rdps/auth.h"
 #include "rdps/transport.h"
+#include "retire.h"
 
 #define VERBS_MSG_SIZE (64u << 10)     /* one push message / receive slot */
 /* Credit/ack receives a client keeps posted per connection: the server
@@ -406,6 +407,7 @@ struct verbs_session {
 	int state;                 /* SS_* */
 	uint32_t client_id, num_clients;
 	uint64_t token;            /* its control connection's session token */
+	uint64_t seq;              /* sessions in the order they began (retired regions) */
 	char peer[64];
 	struct verbs_credits cr;
 	uint32_t failed;           /* push messages refused since the last flush */
@@ -483,6 +485,8 @@ struct verbs_server {
 	int ctl_close_pending;         /* a session asks for close_control (atomic) */
 	int fatal;                     /* a device or queue error: progress fails (atomic) */
 	uint64_t busy_poll_ns;         /* spin on a CQ this long before sleeping */
+	uint64_t next_seq;             /* the next session's number (thread 0) */
+	struct rdps_retire_list retired; /* dropped tables' regions (retire.h; thread 0) */
 };
 
 /* Starts the teardown of a session (under w->lock); its control

@@ -37,6 +37,8 @@ static inline struct verbs_server *to_verbs_server(struct rdps_tserver *s)
 	return container_of(s, struct verbs_server, base);
 }
 
+static void retired_reap(struct verbs_server *vs);
+
 /* Closes the control connections that workers asked to close
  * (verbs_session_close), those of sessions still in a table and those of
  * reaped ones, and destroys the reaped sessions' queue pairs and ids. */
@@ -409,6 +411,7 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	ss->client_id = req.client_id;
 	ss->num_clients = num_clients;
 	ss->token = req.session;
+	ss->seq = vs->next_seq++;
 	snprintf(ss->peer, sizeof(ss->peer), "%s (client %u, verbs)", host, req.client_id);
 	w = least_busy(vs);
 	pthread_mutex_lock(&w->lock);
@@ -534,6 +537,7 @@ static int progress_thread0(struct verbs_server *vs, int timeout_ms)
 		return ret;
 	n += ret;
 	thread0_chores(vs);
+	retired_reap(vs);
 	verbs_server_stats(vs);
 	return n;
 }
@@ -602,6 +606,15 @@ int verbs_add_region(struct rdps_tserver *s, struct rdps_region *r)
 	return 0;
 }
 
+static void dereg_mr(void *mr)
+{
+	ibv_dereg_mr(mr);
+}
+
+/* The table leaves (thread 0, in a request's handling): its rows say so
+ * and its region stays registered until the sessions that may know its key
+ * are gone (retire.h), so a late READ fails that pull, not the client's
+ * connection. */
 void verbs_remove_region(struct rdps_tserver *s, uint32_t table_id)
 {
 	struct verbs_server *vs = to_verbs_server(s);
@@ -610,11 +623,41 @@ void verbs_remove_region(struct rdps_tserver *s, uint32_t table_id)
 		return;
 	__atomic_store_n(&vs->regions[table_id].desc.dim, 0, __ATOMIC_RELEASE);
 	vs->tcp->ops->remove_region(vs->tcp, table_id);
-	/* Reads of it by a client that did not let go fail on its side. */
-	if (vs->mrs[table_id]) {
-		ibv_dereg_mr(vs->mrs[table_id]);
-		vs->mrs[table_id] = NULL;
+	if (!vs->mrs[table_id])
+		return;
+	/* Pushes are applied under their worker's lock: with every lock held
+	 * none is half applied, and later ones find the shard gone. */
+	for (uint32_t k = 0; k < vs->nworkers; k++)
+		pthread_mutex_lock(&vs->workers[k].lock);
+	rdps_region_retire_rows(&vs->regions[table_id]);
+	for (uint32_t k = vs->nworkers; k-- > 0;)
+		pthread_mutex_unlock(&vs->workers[k].lock);
+	if (rdps_retire_add(&vs->retired, vs->mrs[table_id], vs->next_seq))
+		ibv_dereg_mr(vs->mrs[table_id]); /* no memory: as before, reads fail */
+	vs->mrs[table_id] = NULL;
+}
+
+/* Deregisters the retired regions no session that began before their drop
+ * can read any more (thread 0). */
+static void retired_reap(struct verbs_server *vs)
+{
+	uint64_t min = UINT64_MAX;
+	uint32_t n;
+
+	if (!vs->retired.n)
+		return;
+	for (uint32_t k = 0; k < vs->nworkers; k++) {
+		struct verbs_worker *w = &vs->workers[k];
+
+		pthread_mutex_lock(&w->lock);
+		for (uint32_t i = 0; i < w->hw; i++)
+			if (w->sessions[i] && w->sessions[i]->seq < min)
+				min = w->sessions[i]->seq;
+		pthread_mutex_unlock(&w->lock);
 	}
+	n = rdps_retire_reap(&vs->retired, min, dereg_mr);
+	if (n)
+		rdps_dbg("server %u: %u retired table region(s) deregistered", vs->p.server_id, n);
 }
 
 int verbs_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
@@ -643,6 +686,7 @@ void verbs_destroy(struct rdps_tserver *s, int timeout_ms)
 	for (uint32_t t = 0; t < RDPS_MAX_TABLES; t++)
 		if (vs->mrs[t])
 			ibv_dereg_mr(vs->mrs[t]);
+	rdps_retire_free(&vs->retired, dereg_mr);
 	if (vs->kick_fd >= 0)
 		close(vs->kick_fd);
 	if (vs->pd)

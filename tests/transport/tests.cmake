@@ -12,3 +12,11 @@ add_test(NAME transport/ofi_shim COMMAND transport_ofi_shim_suite --jobs 1 --tim
 set_tests_properties(transport/ofi_shim PROPERTIES
   ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:rdps_ofi_shim>"
   TIMEOUT 600)
+
+# A dropped table's late one-sided reads (drop_suite.c): servers and clients
+# of the public API, so it links every module. Over ofi here; over verbs in
+# the soft-RoCE guest (tests/softroce/verbs.sh).
+add_executable(transport_drop_suite ${CMAKE_CURRENT_LIST_DIR}/drop_suite.c)
+target_link_libraries(transport_drop_suite PRIVATE rdps_all rdps_test_support)
+add_test(NAME transport/drop COMMAND transport_drop_suite --jobs 1 --timeout 180)
+set_tests_properties(transport/drop PROPERTIES TIMEOUT 400)
