@@ -26,6 +26,7 @@
 
 #include "rdps/common.h"
 #include "ofi.h"
+#include "verbs.h"
 
 const char *ofi_strerror(int ret)
 {
@@ -211,9 +212,15 @@ static void universe_fit(void)
  */
 static void efa_env(void)
 {
+	/* Fork support is needed unless the kernel copies registered pages
+	 * at fork (5.13 on). */
+	bool fork_needed = ibv_is_fork_initialized() != IBV_FORK_UNNEEDED;
+
+	/* libfabric's verbs providers register through libibverbs too. */
+	verbs_fork_init();
 	if (setenv("FI_EFA_ENABLE_SHM_TRANSFER", "0", 0))
 		rdps_dbg("ofi: cannot set FI_EFA_ENABLE_SHM_TRANSFER");
-	if (ibv_is_fork_initialized() == IBV_FORK_DISABLED && setenv("FI_EFA_FORK_SAFE", "1", 0))
+	if (fork_needed && setenv("FI_EFA_FORK_SAFE", "1", 0))
 		rdps_dbg("ofi: cannot set FI_EFA_FORK_SAFE");
 }
 

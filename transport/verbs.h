@@ -149,6 +149,9 @@ enum {
 /* ---------------------------------------------------------------------- */
 /* verbs_cm.c                                                             */
 
+/* Fork support for registered memory where the kernel needs it (before
+ * 5.13: ibv_fork_init), once, before the first registration. */
+void verbs_fork_init(void);
 /* Advice for a failed registration (the memory-lock limit), or "". */
 const char *verbs_memlock_hint(int err);
 int verbs_set_nonblock(int fd);

@@ -813,6 +813,7 @@ int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
 
 	*out = NULL;
 	err[0] = '\0';
+	verbs_fork_init();
 	vc = calloc(1, sizeof(*vc));
 	if (!vc)
 		return -ENOMEM;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,41 @@
 
 #include "rdps/common.h"
 #include "verbs.h"
+
+/*
+ * Registered memory and fork: before Linux 5.13 a forked child shares the
+ * parent's registered pages copy-on-write, so whichever writes first gets
+ * a new page the device never sees: the parent's pushes and READ targets
+ * go stale silently (verbs), or the provider aborts at the fork (efa).
+ * Python trainers fork DataLoader workers. libibverbs says whether fork
+ * support is needed and not on (ibv_is_fork_initialized); then it is
+ * turned on before anything is registered (ibv_fork_init: registered
+ * pages are not inherited by a child). Kernels from 5.13 copy them at
+ * fork, and nothing is needed.
+ */
+static void fork_init_once(void)
+{
+	int ret;
+
+	if (ibv_is_fork_initialized() != IBV_FORK_DISABLED)
+		return;
+	ret = ibv_fork_init();
+	if (ret)
+		rdps_warn("this kernel needs fork support for registered memory and "
+			  "ibv_fork_init failed (%s): a process that forks (DataLoader workers) "
+			  "may corrupt its RDMA buffers; set RDMAV_FORK_SAFE=1 before it starts",
+			  strerror(ret));
+	else
+		rdps_dbg("fork support for registered memory on (ibv_fork_init: kernel before "
+			 "5.13)");
+}
+
+void verbs_fork_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, fork_init_once);
+}
 
 const char *verbs_memlock_hint(int err)
 {

@@ -726,6 +726,7 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	err[0] = '\0';
 	if (p->num_regions > RDPS_MAX_TABLES || !p->handle)
 		return -EINVAL;
+	verbs_fork_init();
 	vs = calloc(1, sizeof(*vs));
 	if (!vs)
 		return -ENOMEM;

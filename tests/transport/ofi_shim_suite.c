@@ -17,7 +17,8 @@
  *   CPUs serve none); below 1.18 READs are emulated, and pulls are
  *   two-sided, the server's stats say why, sums exact either way;
  * - a provider that says its READs are emulated gets two-sided pulls;
- * - efa's environment: shm off, and fork safety where the kernel needs it;
+ * - efa's environment: shm off, and fork safety where the kernel needs it
+ *   (FI_EFA_FORK_SAFE, and libibverbs' ibv_fork_init once);
  * - pulls against an idle server take no 1 ms naps (counted: the shim
  *   counts a server's poll() of one descriptor for 1 ms), with the
  *   control that they need the server's progress (a stopped server
@@ -339,6 +340,9 @@ Test(ofi_shim, efa_environment_shm_off_and_fork_safe_where_needed)
 		    k->env_shm, k->env_fork_safe);
 	cr_assert_str_eq(k->env_shm, "0", "shm stays on (no wait object on efa with it)");
 	cr_assert_str_eq(k->env_fork_safe, "1", "efa aborts at a fork without it");
+	/* libibverbs' fork support (verbs;ofi_rxm and the verbs backend), once. */
+	cr_assert_eq(k->fork_init, 1, "ibv_fork_init called %llu times",
+		     (unsigned long long)k->fork_init);
 	rdps_client_destroy(c);
 	job_stop(&j);
 }
