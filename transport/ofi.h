@@ -304,6 +304,19 @@ void ofi_ep_close(struct ofi_ep *e);
  * doctor): opens a client's endpoint and closes it. 1 (one-sided), 0
  * (two-sided: why), or -errno (no endpoint: why). */
 int ofi_pull_probe(uint32_t index, char *why, size_t whylen);
+
+/* A client endpoint's queues and what the provider keeps for them (rdps
+ * doctor --clients): its default sizes, rdps's for servers servers, and
+ * the bytes of its packet buffers at either ((tx + rx) x the largest
+ * eager message: efa registers a pool of MTU-sized packets per queue
+ * entry). */
+struct ofi_queues {
+	char prov[OFI_PROV_MAX], dev[64];
+	size_t tx_def, rx_def;        /* the provider's */
+	size_t tx, rx;                /* rdps's */
+	size_t pkt;                   /* bytes per packet buffer */
+};
+int ofi_queue_probe(uint32_t servers, struct ofi_queues *q, char *why, size_t whylen);
 /* Registers len bytes at buf for access (FI_SEND, FI_RECV, FI_READ,
  * FI_REMOTE_READ), binding it to the endpoint where the provider wants it.
  * 0 or -errno with a reason naming what in err. */
@@ -441,6 +454,8 @@ struct ofi_conn {
 };
 
 /* ofi_group.c */
+/* What a client's endpoint asks for (queues, peers), for num_servers. */
+void ofi_group_want(uint32_t num_servers, uint32_t index, struct ofi_ep_want *w);
 /* The group the connection joins (params' shared one, made at the first
  * connect): its endpoint, and the connection's index and receives. */
 int ofi_group_join(struct ofi_conn *oc, const struct rdps_conn_params *p, const char *node,

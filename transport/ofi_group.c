@@ -394,20 +394,27 @@ static void group_destroy(struct ofi_group *g)
 	free(g);
 }
 
-static int group_create(const struct rdps_conn_params *p, const char *node,
-			uint32_t num_servers, struct ofi_group **out, char *err, size_t errlen)
+void ofi_group_want(uint32_t num_servers, uint32_t index, struct ofi_ep_want *w)
 {
-	/* The endpoint's queues: every connection's READs, pushes and
-	 * requests may be out at once, as far as the provider goes. */
-	struct ofi_ep_want w = {
-		.index = p->client_id,
+	/* The endpoint's queues: a few connections' READs and pushes at once
+	 * (a client waits on one server at a time, the others' drain), every
+	 * connection's control receives and the answer slots. */
+	*w = (struct ofi_ep_want){
+		.index = index,
 		.tx = (size_t)(OFI_READ_RING + OFI_SEND_SLOTS) * (num_servers < 8 ? num_servers : 8),
 		.rx = (size_t)OFI_CTL_RECVS_PER_CONN * num_servers + OFI_ANSWER_SLOTS,
 		.av = num_servers + 4,
 	};
+}
+
+static int group_create(const struct rdps_conn_params *p, const char *node,
+			uint32_t num_servers, struct ofi_group **out, char *err, size_t errlen)
+{
+	struct ofi_ep_want w;
 	struct ofi_group *g = calloc(1, sizeof(*g));
 	int ret;
 
+	ofi_group_want(num_servers, p->client_id, &w);
 	*out = NULL;
 	if (!g)
 		return -ENOMEM;

@@ -665,8 +665,14 @@ int ofi_pull_probe(uint32_t index, char *why, size_t whylen)
 	if (!ret) {
 		ret = e.rma;
 		if (e.rma)
-			snprintf(why, whylen, "provider %s on %s (libfabric API %u.%u): its READs are "
-				 "the device's own", e.prov, e.dev, FI_MAJOR(e.api), FI_MINOR(e.api));
+			snprintf(why, whylen, "provider %s on %s (libfabric API %u.%u): %s", e.prov,
+				 e.dev, FI_MAJOR(e.api), FI_MINOR(e.api),
+				 strcmp(e.prov, "efa") ? "it has RMA reads and does not say they are "
+							 "emulated"
+				 : e.device_rdma > 0 ? "device RDMA asked for and on; READs are the "
+						       "device's own (FI_OPT_EFA_EMULATED_READ: no)"
+						     : "READs are the device's own "
+						       "(FI_OPT_EFA_EMULATED_READ: no)");
 		else
 			snprintf(why, whylen, "%s", e.why_two_sided);
 	}
@@ -747,4 +753,38 @@ int ofi_alloc_registered(struct ofi_ep *e, size_t len, uint64_t access, char **b
 		*buf = NULL;
 	}
 	return ret;
+}
+
+int ofi_queue_probe(uint32_t servers, struct ofi_queues *q, char *why, size_t whylen)
+{
+	struct fi_info *info = NULL;
+	struct ofi_ep_want w;
+	char prov[OFI_PROV_MAX];
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	ret = ofi_provider_pick(prov, sizeof(prov), why, whylen);
+	if (ret)
+		return ret;
+	ret = getinfo(prov, NULL, true, false, &info);
+	if (ret)
+		ret = getinfo(prov, NULL, false, false, &info);
+	if (ret) {
+		snprintf(why, whylen, "libfabric has no reliable-datagram endpoint for %s: %s",
+			 prov[0] ? prov : "FI_PROVIDER's choice", ofi_strerror(ret));
+		return ret == -FI_ENODATA ? -ENODEV : ret;
+	}
+	ofi_group_want(servers ? servers : 1, 0, &w);
+	snprintf(q->prov, sizeof(q->prov), "%s", info->fabric_attr->prov_name);
+	snprintf(q->dev, sizeof(q->dev), "%s",
+		 info->domain_attr->name ? info->domain_attr->name : "?");
+	q->tx_def = info->tx_attr->size;
+	q->rx_def = info->rx_attr->size;
+	q->tx = q->tx_def && q->tx_def < w.tx ? q->tx_def : w.tx;
+	q->rx = q->rx_def && q->rx_def < w.rx ? q->rx_def : w.rx;
+	/* efa's packets are one MTU (~8.9 KiB): its eager message size. */
+	q->pkt = !strcmp(q->prov, "efa") ? OFI_EFA_MSG_SIZE
+					 : ofi_msg_size(q->prov, info->ep_attr->max_msg_size);
+	fi_freeinfo(info);
+	return 0;
 }

@@ -26,6 +26,7 @@
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -421,4 +422,100 @@ Test(ofi_shim, pulls_against_an_idle_server_take_no_naps)
 Test(ofi_shim, without_a_wait_object_pulls_against_an_idle_server_take_no_naps)
 {
 	idle_pulls(true);
+}
+
+/* ---------------------------------------------------------------------- */
+/* rdps doctor on an EFA host (the shim's model)                          */
+
+/* Runs rdps doctor with args (under the shim, inherited); its output. */
+static char *doctor(const char *const *args)
+{
+	char *argv[24] = { RDPS_BIN, "doctor" }, *dir = rdps_test_tmpdir("doctor"), log[512], *out;
+	int n = 2, st;
+	pid_t pid;
+
+	for (int i = 0; args[i]; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	snprintf(log, sizeof(log), "%s/doctor.log", dir);
+	pid = rdps_test_spawn(argv, log);
+	cr_assert_eq(rdps_test_wait(pid, 60000, &st), 0, "rdps doctor did not finish in 60 s");
+	out = rdps_test_slurp(log);
+	rdps_test_rmtree(dir);
+	free(dir);
+	cr_assert(out);
+	return out;
+}
+
+/* The line of one check. */
+static char *line_of(const char *out, const char *check, char *buf, size_t len)
+{
+	char key[32];
+	const char *l;
+
+	snprintf(key, sizeof(key), " %-10s ", check);
+	l = strstr(out, key);
+	cr_assert(l, "no %s line in:\n%s", check, out);
+	while (l > out && l[-1] != '\n')
+		l--;
+	snprintf(buf, len, "%.*s", (int)strcspn(l, "\n"), l);
+	return buf;
+}
+
+Test(ofi_shim, doctor_on_a_p4d_with_libfabric_below_1_18_says_pulls_are_two_sided_and_why)
+{
+	const char *args[] = { "--transport", "ofi", "--ofi-provider", "efa", NULL };
+	char line[1024], *out;
+
+	need_provider();
+	setenv("RDPS_OFI_SHIM_AS_EFA", "1", 1);
+	setenv("RDPS_OFI_SHIM_OLD_EFA", "1", 1);
+	out = doctor(args);
+	line_of(out, "pulls", line, sizeof(line));
+	cr_log_info("%s", line);
+	cr_assert(!strncmp(line, "WARN pulls      two-sided", 25), "%s", line);
+	cr_assert(strstr(line, "emulates RMA reads") && strstr(line, "API 1.18"), "%s", line);
+	cr_assert(strstr(line, "fix: a libfabric of API 1.18 or newer"), "%s", line);
+	free(out);
+}
+
+Test(ofi_shim, doctor_on_a_p4d_with_libfabric_1_22_says_pulls_are_one_sided)
+{
+	const char *args[] = { "--transport", "ofi", "--ofi-provider", "efa", NULL };
+	char line[1024], *out;
+
+	need_provider();
+	setenv("RDPS_OFI_SHIM_AS_EFA", "1", 1);
+	setenv("RDPS_OFI_SHIM_OLD_EFA", "1", 1);
+	setenv("RDPS_OFI_SHIM_VERSION", "1.22", 1);
+	out = doctor(args);
+	line_of(out, "pulls", line, sizeof(line));
+	cr_log_info("%s", line);
+	cr_assert(!strncmp(line, "ok   pulls      one-sided", 25), "%s", line);
+	cr_assert(strstr(line, "API 1.22") && strstr(line, "device RDMA asked for and on"), "%s",
+		  line);
+	free(out);
+}
+
+Test(ofi_shim, doctor_counts_what_clients_open_and_pin)
+{
+	const char *ofi[] = { "--transport", "ofi", "--ofi-provider", "efa", "--clients", "256",
+			      "--servers", "16", NULL };
+	const char *verbs[] = { "--transport", "verbs", "--clients", "256", "--servers", "16", NULL };
+	char line[1024], *out;
+
+	need_provider();
+	setenv("RDPS_OFI_SHIM_AS_EFA", "1", 1);
+	out = doctor(ofi);
+	line_of(out, "scale", line, sizeof(line));
+	cr_log_info("%s", line);
+	cr_assert(strstr(line, "256 clients x 16 servers: 256 endpoints on this host"), "%s", line);
+	cr_assert(strstr(line, "per connection") && strstr(line, "packet buffers"), "%s", line);
+	free(out);
+	out = doctor(verbs);
+	line_of(out, "scale", line, sizeof(line));
+	cr_log_info("%s", line);
+	cr_assert(strstr(line, "4096 queue pairs on this host") &&
+		  strstr(line, "one PD and CQ per client"), "%s", line);
+	free(out);
 }

@@ -7,7 +7,7 @@ set_target_properties(rdps_ofi_shim PROPERTIES PREFIX "lib" OUTPUT_NAME rdps_ofi
   C_VISIBILITY_PRESET hidden)
 add_executable(transport_ofi_shim_suite ${CMAKE_CURRENT_LIST_DIR}/ofi_shim_suite.c)
 target_link_libraries(transport_ofi_shim_suite PRIVATE rdps_all rdps_test_support ${CMAKE_DL_LIBS})
-add_dependencies(transport_ofi_shim_suite rdps_ofi_shim)
+add_dependencies(transport_ofi_shim_suite rdps_ofi_shim rdps)
 add_test(NAME transport/ofi_shim COMMAND transport_ofi_shim_suite --jobs 1 --timeout 120)
 set_tests_properties(transport/ofi_shim PROPERTIES
   ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:rdps_ofi_shim>"
