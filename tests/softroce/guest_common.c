@@ -12,6 +12,13 @@
 #include "rdps/common.h"
 #include "rdps_test.h"
 
+const char *guest_transport(void)
+{
+	const char *t = getenv("RDPS_TEST_GUEST_TRANSPORT");
+
+	return t && !strcmp(t, "ofi") ? "ofi" : "verbs";
+}
+
 const char *guest_host(void)
 {
 	const char *h = getenv("RDPS_TEST_HOST");
@@ -26,7 +33,7 @@ void guest_server_start(struct guest_server *gs, uint32_t rows, uint32_t dim,
 	char text[128], table[64], threads[16];
 	const char *nthreads = getenv("RDPS_TEST_SERVER_THREADS");
 	char *argv[] = { RDPS_BIN, "server", "--ip_config", NULL, "--server_id", "0",
-			 "--transport", "verbs", "--table", table, "--optimizer", "sgd",
+			 "--transport", (char *)guest_transport(), "--table", table, "--optimizer", "sgd",
 			 "--lr", "1", "--init", "zeros", "--num_server_threads", threads,
 			 NULL, NULL, NULL };
 
@@ -85,7 +92,7 @@ struct rdps_client *guest_client(const struct guest_server *gs, uint32_t id, uin
 				 int timeout_ms)
 {
 	struct rdps_secret s;
-	struct rdps_client_params p = { .ip_config = gs->ipc, .transport = "verbs",
+	struct rdps_client_params p = { .ip_config = gs->ipc, .transport = guest_transport(),
 					.client_id = id, .num_clients = n,
 					.timeout_ms = timeout_ms, .quiet = true, .secret = &s };
 	struct rdps_client *c;
@@ -99,7 +106,7 @@ struct rdps_client *guest_client(const struct guest_server *gs, uint32_t id, uin
 void guest_server_stats(const struct guest_server *gs, struct rdps_server_stats *st)
 {
 	struct rdps_secret s;
-	struct rdps_client_params p = { .ip_config = gs->ipc, .transport = "verbs",
+	struct rdps_client_params p = { .ip_config = gs->ipc, .transport = guest_transport(),
 					.num_clients = 1, .timeout_ms = 20000, .quiet = true,
 					.observer = true, .secret = &s };
 	struct rdps_client *c;
