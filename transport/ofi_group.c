@@ -396,12 +396,13 @@ static void group_destroy(struct ofi_group *g)
 
 void ofi_group_want(uint32_t num_servers, uint32_t index, struct ofi_ep_want *w)
 {
-	/* The endpoint's queues: a few connections' READs and pushes at once
-	 * (a client waits on one server at a time, the others' drain), every
-	 * connection's control receives and the answer slots. */
+	/* The endpoint's queues: two connections' worth of READs and pushes
+	 * (a client waits on one server at a time; a full queue only makes a
+	 * post wait for completions), every connection's control receives and
+	 * the answer slots. On efa each entry holds an MTU-sized packet. */
 	*w = (struct ofi_ep_want){
 		.index = index,
-		.tx = (size_t)(OFI_READ_RING + OFI_SEND_SLOTS) * (num_servers < 8 ? num_servers : 8),
+		.tx = (size_t)(OFI_READ_RING + OFI_SEND_SLOTS) * (num_servers < 2 ? 1 : 2),
 		.rx = (size_t)OFI_CTL_RECVS_PER_CONN * num_servers + OFI_ANSWER_SLOTS,
 		.av = num_servers + 4,
 	};

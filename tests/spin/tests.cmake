@@ -8,7 +8,7 @@ add_test(NAME spin/verbs_credits
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 set_tests_properties(spin/verbs_credits PROPERTIES
   # About 2 min of one core (6 min wall on a loaded 2-core host); pan holds
-  # up to ~1 GB in the replace run.
+  # up to ~520 MB in the replace run.
   TIMEOUT 1500
   # check.sh exits 77 when spin is not installed.
   SKIP_RETURN_CODE 77)
