@@ -33,7 +33,9 @@ static void start_server_opts(const char *optimizer)
 	char text[128], table[64];
 	char *argv[] = { RDPS_BIN, "server", "--ip_config", NULL, "--server_id", "0",
 			 "--transport", "verbs", "--table", table, "--optimizer",
-			 (char *)optimizer, "--lr", "1", "--init", "zeros", NULL };
+			 (char *)optimizer, "--lr", "1", "--init", "zeros",
+			 /* clients come from the rxe address, not the loopback */
+			 "--allow-unauthenticated", NULL };
 	int port = rdps_test_free_ports(1);
 
 	dir = rdps_test_tmpdir("verbs");
