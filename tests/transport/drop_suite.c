@@ -8,15 +8,21 @@
  * (On main the READ hit a deregistered key: a remote access error failed
  * the whole connection, and the other table's pull with it.)
  *
+ * And a flush goes to every server before the client waits for any:
+ * with one server paused, the other's flush arrives meanwhile (on main the
+ * client sent each server's flush only after the previous one's answer).
+ *
  * Over ofi (libfabric's tcp;ofi_rxm on loopback) here; over verbs where
  * RDPS_TEST_TRANSPORTS names it, on RDPS_TEST_HOST (the soft-RoCE guest:
  * tests/softroce/verbs.sh).
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rdps/client.h"
 #include "rdps/server.h"
@@ -32,11 +38,40 @@ struct job {
 	struct rdps_ipconfig ipc;
 	struct rdps_server *srv[SERVERS];
 	pthread_t thr[SERVERS];
+	/* Servers polled by hand (the flush test), each of which may be
+	 * paused: */
+	bool by_hand;
+	_Atomic bool stop, pause[SERVERS], paused[SERVERS];
 };
 
 static void *serve(void *arg)
 {
 	rdps_server_run(arg);
+	return NULL;
+}
+
+struct hand {
+	struct job *j;
+	int s;
+};
+
+static void *serve_by_hand(void *arg)
+{
+	struct hand *h = arg;
+	struct job *j = h->j;
+	int s = h->s;
+
+	free(h);
+	while (!atomic_load(&j->stop)) {
+		if (atomic_load(&j->pause[s])) {
+			atomic_store(&j->paused[s], true);
+			usleep(1000);
+			continue;
+		}
+		atomic_store(&j->paused[s], false);
+		if (rdps_server_poll(j->srv[s], 10) < 0)
+			break;
+	}
 	return NULL;
 }
 
@@ -59,12 +94,13 @@ static const char *rdma_transport(void)
 	return "ofi";
 }
 
-static void job_start(struct job *j)
+static void job_start(struct job *j, bool by_hand)
 {
 	char text[256] = "", err[640];
 	int port = rdps_test_free_ports(SERVERS);
 
 	memset(j, 0, sizeof(*j));
+	j->by_hand = by_hand;
 	j->transport = rdma_transport();
 	for (int s = 0; s < SERVERS; s++)
 		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s %d\n", test_host(),
@@ -81,13 +117,23 @@ static void job_start(struct job *j)
 			.name = "entity", .num_rows = ROWS, .dim = DIM, .init = RDPS_INIT_ZEROS,
 			.optimizer = RDPS_OPT_SGD, .lr = 1.0f };
 		cr_assert_eq(rdps_server_create(&cfg, &j->srv[s], err, sizeof(err)), 0, "%s", err);
-		cr_assert_eq(pthread_create(&j->thr[s], NULL, serve, j->srv[s]), 0);
+		if (by_hand) {
+			struct hand *h = malloc(sizeof(*h));
+
+			cr_assert(h);
+			*h = (struct hand){ j, (int)s };
+			cr_assert_eq(pthread_create(&j->thr[s], NULL, serve_by_hand, h), 0);
+		} else {
+			cr_assert_eq(pthread_create(&j->thr[s], NULL, serve, j->srv[s]), 0);
+		}
 	}
 }
 
 static void job_stop(struct job *j)
 {
+	atomic_store(&j->stop, true);
 	for (int s = 0; s < SERVERS; s++) {
+		atomic_store(&j->pause[s], false);
 		rdps_server_stop(j->srv[s]);
 		pthread_join(j->thr[s], NULL);
 		rdps_server_destroy(j->srv[s]);
@@ -118,7 +164,7 @@ Test(drop, a_late_read_of_a_dropped_table_fails_that_pull_not_the_connection, .t
 	struct job j;
 	int ret;
 
-	job_start(&j);
+	job_start(&j, false);
 	a = client(&j, 0);
 	b = client(&j, 1);
 	cr_assert_eq(rdps_client_table_create(a, &spec, &ta), 0, "%s", rdps_client_errmsg(a));
@@ -149,5 +195,71 @@ Test(drop, a_late_read_of_a_dropped_table_fails_that_pull_not_the_connection, .t
 			     out[i]);
 	rdps_client_destroy(b);
 	rdps_client_destroy(a);
+	job_stop(&j);
+}
+
+struct flusher {
+	struct rdps_client *c;
+	int ret;
+};
+
+static void *do_flush(void *arg)
+{
+	struct flusher *f = arg;
+
+	f->ret = rdps_client_flush(f->c);
+	return NULL;
+}
+
+static uint64_t flushes(struct job *j, int s)
+{
+	struct rdps_server_stats st;
+
+	rdps_server_get_stats(j->srv[s], &st);
+	return st.requests[RDPS_REQ_FLUSH];
+}
+
+Test(flush, goes_to_every_server_before_the_client_waits_for_any, .timeout = 180)
+{
+	static uint64_t ids[ROWS];
+	static float g[ROWS * DIM], out[ROWS * DIM];
+	struct rdps_table_info te;
+	struct flusher f;
+	pthread_t th;
+	uint64_t before;
+	bool arrived = false;
+	struct job j;
+
+	job_start(&j, true);
+	f.c = client(&j, 0);
+	cr_assert_eq(rdps_client_table(f.c, "entity", &te), 0, "%s", rdps_client_errmsg(f.c));
+	for (uint64_t i = 0; i < ROWS; i++)
+		ids[i] = i;
+	for (uint64_t i = 0; i < ROWS * DIM; i++)
+		g[i] = -1.0f;
+	/* Rows of both servers, flushed once while both serve. */
+	cr_assert_eq(rdps_client_push(f.c, te.id, ids, g, ROWS), 0, "%s", rdps_client_errmsg(f.c));
+	cr_assert_eq(rdps_client_flush(f.c), 0, "%s", rdps_client_errmsg(f.c));
+	cr_assert_eq(rdps_client_push(f.c, te.id, ids, g, ROWS), 0, "%s", rdps_client_errmsg(f.c));
+	/* Server 0 stops serving; the flush must still reach server 1. */
+	atomic_store(&j.pause[0], true);
+	while (!atomic_load(&j.paused[0]))
+		usleep(1000);
+	before = flushes(&j, 1);
+	cr_assert_eq(pthread_create(&th, NULL, do_flush, &f), 0);
+	for (int ms = 0; ms < 10000 && !arrived; ms += 5) {
+		usleep(5000);
+		arrived = flushes(&j, 1) > before;
+	}
+	atomic_store(&j.pause[0], false);
+	pthread_join(th, NULL);
+	cr_assert_eq(f.ret, 0, "%s", rdps_client_errmsg(f.c));
+	cr_assert(arrived, "server 1 got no flush in 10 s while server 0 was paused: the client "
+		  "waited for server 0's answer before it sent server 1's flush");
+	cr_assert_eq(rdps_client_pull(f.c, te.id, ids, ROWS, out), 0, "%s",
+		     rdps_client_errmsg(f.c));
+	for (uint64_t i = 0; i < ROWS * DIM; i++)
+		cr_assert_eq(out[i], 2.0f, "row %llu = %g", (unsigned long long)(i / DIM), out[i]);
+	rdps_client_destroy(f.c);
 	job_stop(&j);
 }
