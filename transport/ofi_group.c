@@ -29,6 +29,7 @@
 
 #include "rdps/common.h"
 #include "ofi.h"
+#include "spin.h"
 #include "tcp.h"
 
 int ofi_conn_fail(struct ofi_conn *oc, int ret, const char *fmt, const char *detail)
@@ -256,18 +257,23 @@ int ofi_group_poll(struct ofi_conn *oc)
 /* ---------------------------------------------------------------------- */
 /* Waits                                                                  */
 
+/* Spins while completions come and for rdps_client_spin_ns() after the
+ * last (latency), then sleeps on the CQ's descriptor where the provider
+ * has one and fi_trywait allows it (a thread that spins for good starves
+ * what shares its core, servers included); without one it yields. */
 int ofi_poll_until(struct ofi_conn *oc, bool (*done)(struct ofi_conn *), const char *what)
 {
 	uint64_t deadline = rdps_now_ns() + (uint64_t)oc->timeout_ms * 1000000ull;
+	uint64_t spin = rdps_client_spin_ns(), idle_since = 0;
 	struct ofi_group *g = oc->g;
 	unsigned idle = 0;
 
 	while (!done(oc)) {
 		/* (No control connection: closing; a negative fd is ignored.) */
-		struct pollfd pfd[2] = { { .fd = oc->ctl ? rdps_tcp_conn_fd(oc->ctl) : -1,
-					   .events = POLLIN },
+		struct pollfd pfd[2] = { { .fd = -1, .events = POLLIN },
 					 { .fd = g->e.cq_fd, .events = POLLIN } };
 		int n = ofi_group_poll(oc), nfds = 1, ms = 0;
+		uint64_t now;
 
 		if (n < 0)
 			return n;
@@ -275,21 +281,37 @@ int ofi_poll_until(struct ofi_conn *oc, bool (*done)(struct ofi_conn *), const c
 			idle = 0;
 			continue;
 		}
-		/* Spin for latency; look at the clock and the control
-		 * connection only now and then. */
-		if (++idle % 1024)
+		/* Look at the clock and the control connection only now and
+		 * then. */
+		if (++idle % 64)
+			continue;
+		now = rdps_now_ns();
+		if (idle == 64)
+			idle_since = now;
+		if (now >= deadline) {
+			char why[200];
+
+			snprintf(why, sizeof(why), "timed out after %d ms waiting for %s",
+				 oc->timeout_ms, what);
+			return ofi_conn_fail(oc, -ETIMEDOUT, "%s", why);
+		}
+		if (now - idle_since < spin && idle % 4096)
 			continue;
 		/* Long idle: sleep on the CQ's descriptor where there is one. */
-		if (idle >= 16384 && g->e.cq_fd >= 0) {
+		if (now - idle_since >= spin && g->e.cq_fd >= 0) {
 			struct fid *f = &g->e.cq->fid;
 
 			if (fi_trywait(g->e.fabric, &f, 1) == FI_SUCCESS) {
+				uint64_t left_ms = (deadline - now) / 1000000ull + 1;
+
 				nfds = 2;
-				ms = 5;
+				ms = left_ms < RDPS_CLIENT_SLEEP_MS ? (int)left_ms
+								    : RDPS_CLIENT_SLEEP_MS;
 			}
 		}
 		/* Outside a control call the server never writes to the
 		 * control connection: readable means closed, i.e. dead. */
+		pfd[0].fd = oc->ctl ? rdps_tcp_conn_fd(oc->ctl) : -1;
 		if (poll(pfd, (nfds_t)nfds, ms) > 0 && pfd[0].revents) {
 			char why[200];
 
@@ -297,13 +319,6 @@ int ofi_poll_until(struct ofi_conn *oc, bool (*done)(struct ofi_conn *), const c
 				 "the server closed its control connection (it died?) while waiting for %s",
 				 what);
 			return ofi_conn_fail(oc, -ECONNRESET, "%s", why);
-		}
-		if (rdps_now_ns() >= deadline) {
-			char why[200];
-
-			snprintf(why, sizeof(why), "timed out after %d ms waiting for %s",
-				 oc->timeout_ms, what);
-			return ofi_conn_fail(oc, -ETIMEDOUT, "%s", why);
 		}
 		if (nfds == 1)
 			sched_yield();

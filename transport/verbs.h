@@ -226,6 +226,9 @@ struct verbs_group {
 	struct ibv_context *ctx;      /* its device (rdma_cm's) */
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	struct ibv_comp_channel *cc;  /* to sleep on the CQ (NULL: spin only) */
+	bool cq_armed;                /* an event is asked for and not yet read */
+	uint64_t sleeps;              /* waits that slept on cc */
 	uint32_t cqe;                 /* the CQ's entries */
 	uint32_t servers;             /* connections it was sized for */
 	struct verbs_conn **conns;    /* by index, NULL where free */
@@ -298,6 +301,12 @@ void verbs_group_leave(struct verbs_conn *vc);
 /* Polls the group's CQ once, handing each completion to its connection;
  * returns completions polled, or -errno if vc's connection failed. */
 int verbs_group_poll(struct verbs_conn *vc);
+/* Sleeps on the group's CQ until a completion may be there, ctl_fd (the
+ * control connection, or -1) is readable (*ctl_readable) or ms pass. Arms
+ * the CQ first and polls once more (a completion before the arm raises no
+ * event): returns the completions that found, as verbs_group_poll, or 0
+ * after the sleep. Without a completion channel it only yields. */
+int verbs_group_sleep(struct verbs_conn *vc, int ctl_fd, int ms, bool *ctl_readable);
 /* Handles one completion of vc (verbs_client.c). 0 or -errno. */
 int verbs_conn_wc(struct verbs_conn *vc, const struct ibv_wc *wc);
 /* Marks the connection broken with a reason; returns ret. */

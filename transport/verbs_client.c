@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "rdps/common.h"
+#include "spin.h"
 #include "tcp.h"
 #include "verbs.h"
 #include "wire.h"
@@ -128,41 +129,69 @@ int verbs_conn_wc(struct verbs_conn *vc, const struct ibv_wc *wc)
 	return 0;
 }
 
-/* Polls completions until done(vc) or the timeout; what names the wait. */
+static int ctl_closed_fail(struct verbs_conn *vc, const char *what)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why),
+		 "the server closed its control connection (it died?) while waiting for %s", what);
+	return vc_fail(vc, -ECONNRESET, "%s", why);
+}
+
+/* Polls completions until done(vc) or the timeout; what names the wait.
+ * Spins while completions come and for a while after the last (latency),
+ * then sleeps on the CQ's completion channel: threads that spin for good
+ * starve whatever shares their cores, servers included. */
 static int poll_until(struct verbs_conn *vc, bool (*done)(struct verbs_conn *),
 		      const char *what)
 {
 	uint64_t deadline = rdps_now_ns() + (uint64_t)vc->timeout_ms * 1000000ull;
+	uint64_t spin = rdps_client_spin_ns(), idle_since = 0;
 	unsigned idle = 0;
 
 	while (!done(vc)) {
-		int n = verbs_group_poll(vc);
+		int n = verbs_group_poll(vc), ctl;
+		uint64_t now;
+		bool readable;
 
 		if (n < 0)
 			return n;
-		if (n)
+		if (n) {
+			idle = 0;
 			continue;
-		/* Spin for latency; look at the clock only now and then. */
-		if (++idle % 4096 == 0) {
+		}
+		/* Look at the clock only now and then. */
+		if (++idle % 64)
+			continue;
+		now = rdps_now_ns();
+		if (idle == 64)
+			idle_since = now;
+		ctl = rdps_tcp_conn_fd(vc->ctl);
+		if (now >= deadline) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "timed out after %d ms waiting for %s",
+				 vc->timeout_ms, what);
+			return vc_fail(vc, -ETIMEDOUT, "%s", why);
+		}
+		if (now - idle_since >= spin) {
+			uint64_t left_ms = (deadline - now) / 1000000ull + 1;
+			int ms = left_ms < RDPS_CLIENT_SLEEP_MS ? (int)left_ms : RDPS_CLIENT_SLEEP_MS;
+
 			/* Outside a control call the server never writes to the
 			 * control connection: readable means closed, i.e. dead. */
-			struct pollfd pfd = { .fd = rdps_tcp_conn_fd(vc->ctl), .events = POLLIN };
+			n = verbs_group_sleep(vc, ctl, ms, &readable);
+			if (n < 0)
+				return n;
+			if (readable)
+				return ctl_closed_fail(vc, what);
+			if (n)
+				idle = 0;
+		} else if (idle % 4096 == 0) {
+			struct pollfd pfd = { .fd = ctl, .events = POLLIN };
 
-			if (poll(&pfd, 1, 0) > 0) {
-				char why[160];
-
-				snprintf(why, sizeof(why),
-					 "the server closed its control connection (it died?) while waiting for %s",
-					 what);
-				return vc_fail(vc, -ECONNRESET, "%s", why);
-			}
-			if (rdps_now_ns() >= deadline) {
-				char why[160];
-
-				snprintf(why, sizeof(why), "timed out after %d ms waiting for %s",
-					 vc->timeout_ms, what);
-				return vc_fail(vc, -ETIMEDOUT, "%s", why);
-			}
+			if (poll(&pfd, 1, 0) > 0)
+				return ctl_closed_fail(vc, what);
 			sched_yield();
 		}
 	}

@@ -15,6 +15,8 @@
  * a closed connection's index may be taken by another by then.
  */
 #include <errno.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +54,51 @@ int verbs_group_poll(struct verbs_conn *vc)
 	return vc->broken ? -EIO : n;
 }
 
+int verbs_group_sleep(struct verbs_conn *vc, int ctl_fd, int ms, bool *ctl_readable)
+{
+	struct verbs_group *g = vc->g;
+	struct pollfd pfd[2] = { { .fd = ctl_fd, .events = POLLIN },
+				 { .fd = g->cc ? g->cc->fd : -1, .events = POLLIN } };
+	int n;
+
+	*ctl_readable = false;
+	if (!g->cc) {
+		sched_yield();
+		return 0;
+	}
+	if (!g->cq_armed) {
+		if (ibv_req_notify_cq(g->cq, 0)) {
+			sched_yield();
+			return 0;
+		}
+		g->cq_armed = true;
+	}
+	/* A completion that came before the arm raises no event. */
+	if ((n = verbs_group_poll(vc)))
+		return n;
+	g->sleeps++;
+	if (poll(pfd, 2, ms) < 0 && errno != EINTR)
+		return verbs_conn_fail(vc, -errno, "%s", "waiting for completions failed");
+	if (pfd[1].revents) {
+		struct ibv_cq *cq;
+		void *ctx;
+
+		/* Non-blocking: EAGAIN when another wait read it first. */
+		if (!ibv_get_cq_event(g->cc, &cq, &ctx)) {
+			ibv_ack_cq_events(cq, 1);
+			g->cq_armed = false;
+		}
+	}
+	*ctl_readable = pfd[0].revents != 0;
+	return 0;
+}
+
 static void group_free(struct verbs_group *g)
 {
 	if (g->cq)
 		ibv_destroy_cq(g->cq);
+	if (g->cc)
+		ibv_destroy_comp_channel(g->cc);
 	if (g->pd)
 		ibv_dealloc_pd(g->pd);
 	if (g->home && *g->home == g)
@@ -90,7 +133,13 @@ static int group_create(struct verbs_conn *vc, uint32_t servers, struct verbs_gr
 			 strerror(-ret));
 		goto err_free;
 	}
-	g->cq = ibv_create_cq(ctx, (int)g->cqe, NULL, NULL, 0);
+	/* Waits spin, then sleep on this channel; without one they spin. */
+	g->cc = ibv_create_comp_channel(ctx);
+	if (g->cc && verbs_set_nonblock(g->cc->fd)) {
+		ibv_destroy_comp_channel(g->cc);
+		g->cc = NULL;
+	}
+	g->cq = ibv_create_cq(ctx, (int)g->cqe, NULL, g->cc, 0);
 	if (!g->cq) {
 		ret = -errno;
 		snprintf(err, errlen, "%s: creating a completion queue of %u entries failed: %s",

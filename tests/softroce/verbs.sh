@@ -87,7 +87,7 @@ cmp "\$d/out-tcp/kg_TransE_l2_entity.npy" "\$d/out-verbs/kg_TransE_l2_entity.npy
 cmp "\$d/out-tcp/kg_TransE_l2_relation.npy" "\$d/out-verbs/kg_TransE_l2_relation.npy"
 echo "deterministic: tcp and verbs embeddings are bit-identical (\$(stat -c %s "\$d/out-tcp/kg_TransE_l2_entity.npy") bytes)"
 SCRIPT
-bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 1500 || rc=1
+bash "$HERE/guest.sh" single --script "$OUT/single.sh" --out "$OUT/single" --timeout 1500 --mem 4096 || rc=1
 grep -hE "^== |Synthesis|\[FAIL\]|Assertion|rows re-read|dead server|deterministic|differ|faults test|64 clients|10 kills|server threads|stripe waits|checkpoint of|graph sampling|armed its CQs|type of service|pull of the dropped" "$OUT/single/a.log" || true
 grep -h -m1 "ofi provider verbs" "$OUT/single/a.log" || true
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdps/client.h"
@@ -250,6 +251,27 @@ Test(flush, goes_to_every_server_before_the_client_waits_for_any, .timeout = 180
 	for (int ms = 0; ms < 10000 && !arrived; ms += 5) {
 		usleep(5000);
 		arrived = flushes(&j, 1) > before;
+	}
+	/* Meanwhile the client waits for server 0's answer: spinning at
+	 * first, then asleep on its completion queue's wait object (a
+	 * waiting client that spins for good takes a core from its trainer
+	 * and from servers on the host). A sleeper uses ~1 ms of CPU here,
+	 * a spinner 0.4 s on a loaded 2-core host (RDPS_CLIENT_SPIN_US=
+	 * 10000000); a bound of 10% of a core cannot fail a sleeper however
+	 * loaded the machine (it may miss a spinner starved of CPU). */
+	{
+		clockid_t clk;
+		struct timespec c0, c1;
+		double cpu;
+
+		cr_assert_eq(pthread_getcpuclockid(th, &clk), 0);
+		clock_gettime(clk, &c0);
+		usleep(1500000);
+		clock_gettime(clk, &c1);
+		cpu = (c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9;
+		cr_log_info("a client waiting 1.5 s for a paused server used %.3f s of CPU", cpu);
+		cr_assert_lt(cpu, 0.15, "a client waiting 1.5 s for a paused server used %.3f s of "
+			     "CPU: it spins instead of sleeping", cpu);
 	}
 	atomic_store(&j.pause[0], false);
 	pthread_join(th, NULL);
