@@ -481,6 +481,7 @@ static inline bool ofi_tx_room(const struct ofi_conn *oc)
  * post again), or -errno. */
 struct ofi_post_wait {
 	uint64_t deadline;            /* 0: not waited yet */
+	uint64_t since;               /* the first -FI_EAGAIN */
 	unsigned spins;
 };
 int ofi_posted(struct ofi_conn *oc, ssize_t r, struct ofi_post_wait *pw, const char *what);

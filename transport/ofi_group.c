@@ -342,24 +342,54 @@ static int ctl_closed(struct ofi_conn *oc, const char *what)
 
 int ofi_posted(struct ofi_conn *oc, ssize_t r, struct ofi_post_wait *pw, const char *what)
 {
+	struct ofi_group *g = oc->g;
+	uint64_t now;
 	int ret;
 
 	if (!r)
 		return 0;
 	if (r != -FI_EAGAIN)
 		return ofi_conn_fail(oc, -EIO, what, ofi_strerror((int)r));
-	if (!pw->deadline)
-		pw->deadline = rdps_now_ns() + (uint64_t)oc->timeout_ms * 1000000ull;
+	if (!pw->deadline) {
+		pw->since = rdps_now_ns();
+		pw->deadline = pw->since + (uint64_t)oc->timeout_ms * 1000000ull;
+	}
 	ret = ofi_group_poll(oc);
 	if (ret < 0)
 		return ret;
-	if (ret || ++pw->spins % 1024)
+	if (ret || ++pw->spins % 64)
 		return 1;
-	if ((ret = ctl_closed(oc, "room in the provider's queue")))
-		return ret;
-	if (rdps_now_ns() >= pw->deadline)
+	now = rdps_now_ns();
+	if (now >= pw->deadline)
 		return ofi_conn_fail(oc, -ETIMEDOUT, what, "the provider's queue stayed full");
-	sched_yield();
+	if (now - pw->since < rdps_client_spin_ns()) {
+		if (pw->spins % 1024 == 0 && (ret = ctl_closed(oc, "room in the provider's queue")))
+			return ret;
+		return 1;
+	}
+	/* The queue stays full (rxm: the connection to this server is still
+	 * being made): sleep on the CQ where libfabric allows it, as waits
+	 * do, rather than spin (64 clients spinning here starved the server
+	 * that was to accept their connections). */
+	{
+		struct pollfd pfd[2] = { { .fd = oc->ctl ? rdps_tcp_conn_fd(oc->ctl) : -1,
+					   .events = POLLIN },
+					 { .fd = g->e.cq_fd, .events = POLLIN } };
+		struct fid *f = &g->e.cq->fid;
+		int nfds = 1, ms = 0;
+
+		if (g->e.cq_fd >= 0 && fi_trywait(g->e.fabric, &f, 1) == FI_SUCCESS) {
+			uint64_t left_ms = (pw->deadline - now) / 1000000ull + 1;
+
+			nfds = 2;
+			ms = left_ms < 10 ? (int)left_ms : 10;
+		}
+		if (poll(pfd, (nfds_t)nfds, ms) > 0 && pfd[0].revents &&
+		    (ret = ctl_closed(oc, "room in the provider's queue")))
+			return ret;
+		if (nfds == 1)
+			sched_yield();
+	}
 	return 1;
 }
 

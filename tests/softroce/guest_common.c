@@ -64,9 +64,21 @@ void guest_server_stop(struct guest_server *gs)
 	int st;
 
 	if (gs->pid > 0) {
+		int ret;
+
 		kill(gs->pid, SIGCONT);
 		kill(gs->pid, SIGTERM);
-		rdps_test_wait(gs->pid, 20000, &st);
+		ret = rdps_test_wait(gs->pid, 20000, &st);
+		/* A server that died on its own, or hung, says so. */
+		if (ret)
+			fprintf(stderr, "guest server %d: no exit 20 s after SIGTERM (killed)\n",
+				(int)gs->pid);
+		else if (WIFSIGNALED(st) && WTERMSIG(st) != SIGTERM)
+			fprintf(stderr, "guest server %d: died of signal %d\n", (int)gs->pid,
+				WTERMSIG(st));
+		else if (WIFEXITED(st) && WEXITSTATUS(st))
+			fprintf(stderr, "guest server %d: exit status %d\n", (int)gs->pid,
+				WEXITSTATUS(st));
 	}
 	if (getenv("RDPS_TEST_DUMP_LOG") && gs->log) {
 		char *t = rdps_test_slurp(gs->log);
