@@ -360,8 +360,13 @@ int ofi_posted(struct ofi_conn *oc, ssize_t r, struct ofi_post_wait *pw, const c
 	if (ret || ++pw->spins % 64)
 		return 1;
 	now = rdps_now_ns();
-	if (now >= pw->deadline)
-		return ofi_conn_fail(oc, -ETIMEDOUT, what, "the provider's queue stayed full");
+	if (now >= pw->deadline) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "timed out after %d ms waiting for room in the "
+			 "provider's queue (it stayed full)", oc->timeout_ms);
+		return ofi_conn_fail(oc, -ETIMEDOUT, what, why);
+	}
 	if (now - pw->since < rdps_client_spin_ns()) {
 		if (pw->spins % 1024 == 0 && (ret = ctl_closed(oc, "room in the provider's queue")))
 			return ret;

@@ -272,6 +272,27 @@ static uint32_t api_of(const void *obj)
 	return objs[obj_find(obj)].api;
 }
 
+/* The newest endpoint of the provider rdps asked for (a client's, when it
+ * connects after its servers started), its provider's message table, and
+ * whether its sends find the provider's queue full. */
+static struct fid_ep *newest_ep;
+static const struct fi_ops_msg *newest_msg;
+static bool sends_full;
+
+__attribute__((visibility("default"))) void rdps_ofi_shim_sends_full(bool on)
+{
+	__atomic_store_n(&sends_full, on, __ATOMIC_RELEASE);
+}
+
+static ssize_t ep_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags)
+{
+	if (ep == newest_ep && __atomic_load_n(&sends_full, __ATOMIC_ACQUIRE)) {
+		COUNT(sends_refused, 1);
+		return -FI_EAGAIN;
+	}
+	return newest_msg->sendmsg(ep, msg, flags);
+}
+
 static int dom_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 			void *context)
 {
@@ -305,6 +326,16 @@ static int dom_endpoint(struct fid_domain *domain, struct fi_info *info, struct 
 		mine->getopt = ep_getopt;
 		mine->setopt = ep_setopt;
 		(*ep)->ops = mine;
+	}
+	if (counted(info) && (*ep)->msg) {
+		struct fi_ops_msg *mine = malloc(sizeof(*mine));
+
+		/* (Every counted endpoint of a process has one provider.) */
+		*mine = *(*ep)->msg;
+		newest_msg = (*ep)->msg;
+		mine->sendmsg = ep_sendmsg;
+		(*ep)->msg = mine;
+		__atomic_store_n(&newest_ep, *ep, __ATOMIC_RELEASE);
 	}
 	return 0;
 }

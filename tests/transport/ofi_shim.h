@@ -31,10 +31,14 @@
  *   RDPS_OFI_SHIM_FORK=disabled ibv_is_fork_initialized() says fork
  *                               support is needed and not on (a kernel
  *                               before 5.13)
+ * and a call (dlsym "rdps_ofi_shim_sends_full", rdps_ofi_shim_sends_full_fn):
+ * while on, fi_sendmsg on the newest endpoint (a client's, opened after its
+ * servers') says -FI_EAGAIN, as a provider whose queue stays full does.
  */
 #ifndef RDPS_TEST_OFI_SHIM_H
 #define RDPS_TEST_OFI_SHIM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct rdps_ofi_shim_counts {
@@ -57,6 +61,7 @@ struct rdps_ofi_shim_counts {
 	uint64_t naps;             /* poll() of one descriptor for 1 ms: a server's
 				    * nap between progress calls */
 	uint64_t fork_init;        /* ibv_fork_init() calls */
+	uint64_t sends_refused;    /* fi_sendmsg answered -FI_EAGAIN (sends full) */
 	char env_shm[16];          /* FI_EFA_ENABLE_SHM_TRANSFER at the first fi_domain */
 	char env_fork_safe[16];    /* FI_EFA_FORK_SAFE then */
 };
@@ -65,5 +70,6 @@ struct rdps_ofi_shim_counts {
  * "rdps_ofi_shim_counts") finds it); rdps_ofi_shim_reset() zeroes them. */
 typedef struct rdps_ofi_shim_counts *rdps_ofi_shim_counts_fn(void);
 typedef void rdps_ofi_shim_reset_fn(void);
+typedef void rdps_ofi_shim_sends_full_fn(bool on);
 
 #endif

@@ -22,7 +22,10 @@
  * - pulls against an idle server take no 1 ms naps (counted: the shim
  *   counts a server's poll() of one descriptor for 1 ms), with the
  *   control that they need the server's progress (a stopped server
- *   serves none).
+ *   serves none);
+ * - a send the provider refuses for good (its queue stays full) fails after
+ *   the client's timeout, saying what it waited for, and the wait sleeps
+ *   rather than spins.
  */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdps/client.h"
@@ -422,6 +426,64 @@ Test(ofi_shim, pulls_against_an_idle_server_take_no_naps)
 Test(ofi_shim, without_a_wait_object_pulls_against_an_idle_server_take_no_naps)
 {
 	idle_pulls(true);
+}
+
+/* A provider whose queue stays full (rxm while its connection is being
+ * made; a stuck device): the client's push or flush fails after its
+ * timeout, naming the wait and its length, and the waiting thread sleeps
+ * on the completion queue once it has spun RDPS_CLIENT_SPIN_US (200 us). */
+Test(ofi_shim, a_send_the_provider_refuses_for_good_times_out_saying_what_it_waited_for)
+{
+	rdps_ofi_shim_sends_full_fn *full =
+		(rdps_ofi_shim_sends_full_fn *)dlsym(RTLD_DEFAULT, "rdps_ofi_shim_sends_full");
+	static uint64_t ids[ROWS];
+	static float g[ROWS * DIM];
+	struct timespec c0, c1;
+	struct rdps_client *c;
+	struct job j;
+	uint64_t t0, wall;
+	double cpu;
+	int ret;
+
+	need_provider();
+	cr_assert(full);
+	job_start(&j, 1);
+	c = client_t(&j, 0, 1, 1500);
+	round_trip(c); /* connected, and the path works */
+	for (uint64_t i = 0; i < ROWS; i++)
+		ids[i] = i;
+	shim_reset();
+	full(true);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+	t0 = rdps_now_ns();
+	ret = rdps_client_push(c, 0, ids, g, ROWS);
+	if (!ret)
+		ret = rdps_client_flush(c);
+	wall = rdps_now_ns() - t0;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+	full(false);
+	cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+	cr_log_info("refused sends %llu; failed after %.2f s using %.3f s of CPU: %s",
+		    (unsigned long long)shim()->sends_refused, (double)wall * 1e-9, cpu,
+		    rdps_client_errmsg(c));
+	/* Control: the provider did refuse the client's sends. */
+	cr_assert_gt(shim()->sends_refused, 0, "no send was refused: the wait was not exercised");
+	cr_assert_neq(ret, 0, "a push and flush whose sends were all refused succeeded");
+	cr_assert(strstr(rdps_client_errmsg(c),
+			 "timed out after 1500 ms waiting for room in the provider's queue"),
+		  "the error does not say what was waited for and how long: %s",
+		  rdps_client_errmsg(c));
+	/* Bounded by the timeout (generous: CI's cores are shared). */
+	cr_assert_geq(wall, 1400000000ull, "failed after %.2f s, before its 1.5 s timeout",
+		      (double)wall * 1e-9);
+	cr_assert_lt(wall, 60000000000ull, "failed only after %.2f s", (double)wall * 1e-9);
+	/* A spinner uses the whole 1.5 s (RDPS_CLIENT_SPIN_US=10000000 shows
+	 * it); a sleeper a few ms. */
+	cr_assert_lt(cpu, 0.25 * (double)wall * 1e-9,
+		     "the waiting thread used %.3f s of CPU in %.2f s: it spun", cpu,
+		     (double)wall * 1e-9);
+	rdps_client_destroy(c);
+	job_stop(&j);
 }
 
 /* ---------------------------------------------------------------------- */
