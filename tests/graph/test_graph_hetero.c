@@ -170,7 +170,8 @@ static void job_start(struct job *j, const char *transport)
 	cr_assert_eq(rdps_ipconfig_parse("t", text, &j->ipc, err, sizeof(err)), 0, "%s", err);
 	for (uint32_t s = 0; s < SERVERS; s++) {
 		struct rdps_server_config cfg = { .transport = transport, .ipc = &j->ipc,
-						  .server_id = s, .num_threads = 2 };
+						  .server_id = s, .num_threads = 2,
+						  .allow_unauthenticated = rdps_test_remote_host() };
 
 		cr_assert_eq(rdps_graph_part_load(pdir, s, &j->part[s], err, sizeof(err)), 0, "%s",
 			     err);

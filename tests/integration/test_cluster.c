@@ -330,7 +330,8 @@ static void run_threads(struct cluster *cl)
 	}
 	for (uint32_t s = 0; s < NUM_SERVERS; s++) {
 		struct rdps_server_config cfg = { .transport = cl->transport, .ipc = &ipc,
-						  .server_id = s, .num_tables = 2 };
+						  .server_id = s, .num_tables = 2,
+						  .allow_unauthenticated = rdps_test_remote_host() };
 
 		cfg.tables[0] = (struct rdps_server_table_config){ .name = "entity",
 			.num_rows = ENT_ROWS, .dim = ENT_DIM, .init = RDPS_INIT_ZEROS,

@@ -81,7 +81,8 @@ static void job_start(struct job *j, const char *transport, uint64_t rows, uint3
 		      const char *ckpt_dir)
 {
 	struct rdps_server_config cfg = { .transport = transport, .ipc = &j->ipc, .num_tables = 1,
-					  .num_threads = THREADS, .checkpoint_dir = ckpt_dir };
+					  .num_threads = THREADS, .checkpoint_dir = ckpt_dir,
+					  .allow_unauthenticated = rdps_test_remote_host() };
 	char text[64], err[640];
 
 	j->transport = transport;

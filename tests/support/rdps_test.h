@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* A fresh directory under /tmp (caller frees the string; rdps_test_rmtree). */
@@ -19,7 +20,16 @@ char *rdps_test_write(const char *dir, const char *name, const char *text);
  * listener, no connection using them as their own port). */
 int rdps_test_free_ports(int n);
 
-/* Starts argv (argv[0] a path) with stdout+stderr appended to log. */
+/* Whether the suite's servers listen on a device address (RDPS_TEST_HOST
+ * set and not loopback: the soft-RoCE guest, where rdma_cm needs one): its
+ * clients then come from that address, which a server without a secret
+ * refuses (protected mode) unless it allows unauthenticated clients. The
+ * suites' servers do so there (.allow_unauthenticated, and see below). */
+bool rdps_test_remote_host(void);
+
+/* Starts argv (argv[0] a path) with stdout+stderr appended to log; an
+ * `rdps server` gets --allow-unauthenticated where rdps_test_remote_host()
+ * (a server with --secret-file keeps to its secret). */
 pid_t rdps_test_spawn(char *const argv[], const char *log);
 
 /* Waits for pid up to timeout_ms. Returns 0 with *status, or -ETIMEDOUT
