@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The row checksum of validated one-sided reads (layout: rdps/kvstore.h):
- * XXH3 of the row's data, mixed with its version. Every server writes and
+ * XXH3 of the row's data, mixed with its version and with which row of
+ * which table it is. Every server writes and
  * every client checks one per row moved, so it is built twice: here for
  * any x86-64, and in rowcheck_avx2.c with AVX2 (XXH3's wider kernel, the
  * same hash); the first call picks one for the CPU.
@@ -14,12 +15,23 @@
 #include "rdps/kvstore.h"
 #include "rowcheck.h"
 
-uint64_t rdps_row_checksum_generic(uint64_t version, const float *data, uint32_t dim)
+uint64_t rdps_row_checksum_generic(uint64_t tag, uint64_t version, const float *data,
+				   uint32_t dim)
 {
-	return XXH3_64bits(data, (size_t)dim * sizeof(float)) ^ (version * RDPS_ROW_VERSION_MIX);
+	return XXH3_64bits(data, (size_t)dim * sizeof(float)) ^ (version * RDPS_ROW_VERSION_MIX) ^
+	       rdps_row_tag_mix(tag);
 }
 
-typedef uint64_t checksum_fn(uint64_t version, const float *data, uint32_t dim);
+uint64_t rdps_row_table_key(uint32_t table_id, const char *name)
+{
+	size_t n = strnlen(name, RDPS_TABLE_NAME_MAX);
+
+	/* Seeded once per table, not per row: the seeded XXH3's cost does
+	 * not matter here. */
+	return XXH3_64bits_withSeed(name, n, 0x7264707300000000ull | table_id);
+}
+
+typedef uint64_t checksum_fn(uint64_t tag, uint64_t version, const float *data, uint32_t dim);
 
 /* Picked at the first call rather than by an ifunc resolver: a resolver
  * runs during relocation, before sanitizers' runtimes are up (the fuzz
@@ -34,7 +46,7 @@ static checksum_fn *pick_checksum(void)
 					      : rdps_row_checksum_generic;
 }
 
-uint64_t rdps_row_checksum(uint64_t version, const float *data, uint32_t dim)
+uint64_t rdps_row_checksum(uint64_t tag, uint64_t version, const float *data, uint32_t dim)
 {
 	checksum_fn *fn = __atomic_load_n(&checksum_impl, __ATOMIC_RELAXED);
 
@@ -42,15 +54,16 @@ uint64_t rdps_row_checksum(uint64_t version, const float *data, uint32_t dim)
 		fn = pick_checksum();
 		__atomic_store_n(&checksum_impl, fn, __ATOMIC_RELAXED);
 	}
-	return fn(version, data, dim);
+	return fn(tag, version, data, dim);
 }
 
-bool rdps_row_valid(const void *row, uint32_t dim)
+bool rdps_row_valid(const void *row, uint32_t dim, uint64_t tag)
 {
 	const char *r = row;
 	uint64_t version, check;
 
 	memcpy(&version, r, sizeof(version));
 	memcpy(&check, r + RDPS_ROW_CHECK_OFFSET, sizeof(check));
-	return rdps_row_checksum(version, (const float *)(r + RDPS_ROW_DATA_OFFSET), dim) == check;
+	return rdps_row_checksum(tag, version, (const float *)(r + RDPS_ROW_DATA_OFFSET), dim) ==
+	       check;
 }

@@ -7,7 +7,8 @@
 
 #include "rowcheck.h"
 
-uint64_t rdps_row_checksum_avx2(uint64_t version, const float *data, uint32_t dim)
+uint64_t rdps_row_checksum_avx2(uint64_t tag, uint64_t version, const float *data, uint32_t dim)
 {
-	return XXH3_64bits(data, (size_t)dim * sizeof(float)) ^ (version * RDPS_ROW_VERSION_MIX);
+	return XXH3_64bits(data, (size_t)dim * sizeof(float)) ^ (version * RDPS_ROW_VERSION_MIX) ^
+	       rdps_row_tag_mix(tag);
 }

@@ -195,6 +195,7 @@ int rdps_client_create(const struct rdps_client_params *p,
 			.read_consistency = p->read_consistency,
 			.observer = p->observer,
 			.secret = p->secret,
+			.shared = &c->transport_shared,
 		};
 
 		if (!s) {

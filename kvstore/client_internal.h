@@ -56,6 +56,7 @@ struct rdps_client {
 	uint32_t *perm; size_t perm_cap;      /* sorted position -> input position */
 	void *xbuf; size_t xcap;              /* get/set rows repacked */
 	bool unflushed;                       /* pushes since the last flush */
+	void *transport_shared;               /* the backend's, for all conns (params' shared) */
 	struct rdps_pull_batch *busy;         /* the batch with pulls in flight, or NULL */
 	struct rdps_pull_batch *own;          /* rdps_client_pull()'s, made at its first call */
 };

@@ -398,14 +398,30 @@ int rdps_client_push(struct rdps_client *c, uint32_t table, const uint64_t *ids,
 
 int rdps_client_flush(struct rdps_client *c)
 {
+	bool split = c->ops->call_send && c->ops->call_recv;
 	int first = 0;
 
 	if (rdps_cl_ensure_conns(c))
 		return -ENOTCONN;
 	c->unflushed = false;
+	/* Every server's flush goes out before any is waited for (the
+	 * waits then overlap); c->cursor (scratch) marks those that failed. */
 	for (uint32_t s = 0; s < c->num_servers; s++) {
-		int ret = c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0);
+		int ret = split ? c->ops->call_send(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, 0) : 0;
 
+		c->cursor[s] = ret != 0;
+		if (ret)
+			ret = lost_pushes(c, rdps_cl_conn_fail(c, ret, s), s);
+		if (ret && !first)
+			first = ret;
+	}
+	for (uint32_t s = 0; s < c->num_servers; s++) {
+		int ret;
+
+		if (c->cursor[s])
+			continue;
+		ret = split ? c->ops->call_recv(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, 0)
+			    : c->ops->call(c->conns[s], RDPS_REQ_FLUSH, NULL, 0, NULL, 0, 0);
 		if (ret)
 			ret = lost_pushes(c, rdps_cl_conn_fail(c, ret, s), s);
 		if (ret && !first)

@@ -757,9 +757,11 @@ void rdps_server_print_stats(const struct rdps_server_stats *st, uint32_t server
 	}
 	/* RDMA backends: the shared receive pool (all posted when idle). */
 	if (st->recv_slots)
-		fprintf(f, "server %u: RDMA sessions %llu; receive buffers posted %llu of %llu\n",
-			server_id, (unsigned long long)st->rdma_sessions,
-			(unsigned long long)st->recv_posted, (unsigned long long)st->recv_slots);
+		fprintf(f, "server %u: RDMA sessions %llu; receive buffers posted %llu of %llu; "
+			"pulls %s%s\n", server_id, (unsigned long long)st->rdma_sessions,
+			(unsigned long long)st->recv_posted, (unsigned long long)st->recv_slots,
+			st->pulls_two_sided ? "two-sided: " : "one-sided",
+			st->pulls_two_sided ? rdps_two_sided_why_str(st->pulls_two_sided) : "");
 }
 
 void rdps_server_destroy(struct rdps_server *s)

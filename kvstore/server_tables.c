@@ -412,7 +412,7 @@ uint64_t rdps_server_default_table_budget(const char *transport, char *why, size
 		snprintf(why, whylen, "half of the machine's %s of memory",
 			 rdps_bytes_str(ram, a, sizeof(a)));
 	if (ops && ops->query)
-		ops->query(1, &ti);
+		ops->query(1, 1, &ti);
 	if (ti.pins_tables && !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
 	    !may_lock_any()) {
 		uint64_t lock = (uint64_t)rl.rlim_cur > ti.server_pinned_bytes

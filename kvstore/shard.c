@@ -26,6 +26,7 @@ struct id_slot {
 struct rdps_shard {
 	char name[RDPS_TABLE_NAME_MAX];
 	uint32_t table_id, dim;
+	uint64_t row_key;      /* rdps_row_table_key: in every row's checksum */
 	uint64_t num_rows, lo, hi;
 	size_t stride, len;
 	char *base;            /* page-aligned rows */
@@ -173,12 +174,20 @@ static inline uint64_t row_begin(char *row)
 	return v;
 }
 
-/* Ends a write of a row of version v: stores the checksum of its data
- * (passed as the pointer the write went through, for restrict's sake). */
-static inline void row_seal(char *row, const float *data, uint32_t dim, uint64_t v)
+/* The tag of local row local's checksum: which table, which row. */
+static inline uint64_t row_tag(const struct rdps_shard *s, uint64_t local)
 {
-	__atomic_store_n((uint64_t *)(row + RDPS_ROW_CHECK_OFFSET),
-			 rdps_row_checksum(v, data, dim), __ATOMIC_RELAXED);
+	return rdps_row_tag(s->row_key, s->lo + local);
+}
+
+/* Ends a write of local row local at version v: stores the checksum of
+ * its data (passed as the pointer the write went through, for restrict's
+ * sake). */
+static inline void row_seal(const struct rdps_shard *s, uint64_t local, const float *data,
+			    uint64_t v)
+{
+	__atomic_store_n((uint64_t *)(row_ptr(s, local) + RDPS_ROW_CHECK_OFFSET),
+			 rdps_row_checksum(row_tag(s, local), v, data, s->dim), __ATOMIC_RELAXED);
 }
 
 /* Optimizer state floats per row (see rdps_shard_state_floats). */
@@ -307,6 +316,7 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 		return -ENOMEM;
 	strcpy(s->name, p->name);
 	s->table_id = p->table_id;
+	s->row_key = rdps_row_table_key(p->table_id, p->name);
 	s->dim = p->dim;
 	s->num_rows = p->num_rows;
 	s->lo = p->lo;
@@ -335,7 +345,7 @@ int rdps_shard_create(const struct rdps_shard_params *p, struct rdps_shard **out
 		if (p->init == RDPS_INIT_UNIFORM)
 			init_row(row_data(row_ptr(s, i)), p, s->nparts, p->lo + i);
 		/* Version 0 is sealed too: readers may come before any push. */
-		row_seal(row_ptr(s, i), row_data(row_ptr(s, i)), s->dim, 0);
+		row_seal(s, i, row_data(row_ptr(s, i)), 0);
 	}
 	pthread_rwlock_init(&s->opt_lock, NULL);
 	ret = rdps_shard_set_optimizer(s, p->optimizer, p->lr, p->eps, p->beta1, p->beta2);
@@ -460,7 +470,7 @@ void rdps_shard_read(const struct rdps_shard *s, const uint64_t *ids,
 		}
 		/* Lock-free while no write overlaps; a row written over and
 		 * over is read under its lock, so every read ends. */
-		while (rdps_row_read_validated(row, s->dim, o) && ++tries < 8)
+		while (rdps_row_read_validated(row, s->dim, row_tag(s, local), o) && ++tries < 8)
 			;
 		if (tries == 8) {
 			pthread_mutex_lock(stripe_lock(s, local));
@@ -470,7 +480,7 @@ void rdps_shard_read(const struct rdps_shard *s, const uint64_t *ids,
 	}
 }
 
-int rdps_row_read_validated(const void *row, uint32_t dim, float *out)
+int rdps_row_read_validated(const void *row, uint32_t dim, uint64_t tag, float *out)
 {
 	const char *r = row;
 	uint64_t check = __atomic_load_n((const uint64_t *)(r + RDPS_ROW_CHECK_OFFSET),
@@ -481,7 +491,7 @@ int rdps_row_read_validated(const void *row, uint32_t dim, float *out)
 	 * checked (not the shared row, which may have changed since), and any
 	 * mix of two writes fails the check. */
 	memcpy(out, r + RDPS_ROW_DATA_OFFSET, (size_t)dim * 4);
-	return rdps_row_checksum(version, out, dim) == check ? 0 : -EAGAIN;
+	return rdps_row_checksum(tag, version, out, dim) == check ? 0 : -EAGAIN;
 }
 
 #define RADIX_BITS 11
@@ -605,7 +615,7 @@ static inline __attribute__((always_inline)) void update_row(struct rdps_shard *
 			w[j] -= lr * (m[j] / bc1) / (sqrtf(sq[j] / bc2) + eps);
 		}
 	}
-	row_seal(row, w, dim, v);
+	row_seal(s, local, w, v);
 }
 
 /* Gradient of the i-th id (in push order): row index[i] of grads, or i. */
@@ -763,7 +773,7 @@ void rdps_shard_set(struct rdps_shard *s, const uint64_t *ids, const void *rows,
 		/* The same protocol as an update (see update_row). */
 		v = row_begin(row);
 		memcpy(row_data(row), (const char *)rows + i * bytes, bytes);
-		row_seal(row, row_data(row), s->dim, v);
+		row_seal(s, local, row_data(row), v);
 		pthread_mutex_unlock(lock);
 	}
 }
@@ -829,7 +839,7 @@ void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *sta
 
 			/* The same protocol as an update (see update_row). */
 			memcpy(row_data(row), rows + i * s->dim, (size_t)s->dim * 4);
-			row_seal(row, row_data(row), s->dim, v);
+			row_seal(s, i, row_data(row), v);
 		}
 		if (spr)
 			memcpy(s->state + first * spr, state + first * spr,

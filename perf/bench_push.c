@@ -390,7 +390,7 @@ static double limit_rate(struct push_run *r, uint32_t n)
 		if (!r->fo.prov || r->limit_failed)
 			return NAN;
 		/* The messages that carry the push are at most this big. */
-		rdps_transport_find(o->transport)->query(o->clients, &ti);
+		rdps_transport_find(o->transport)->query(o->clients, 1, &ti);
 		if (msg > ti.push_msg_bytes)
 			msg = (uint32_t)ti.push_msg_bytes;
 		r->fo.port++;
@@ -407,7 +407,7 @@ static double limit_rate(struct push_run *r, uint32_t n)
 	if (!r->po.dev || r->limit_failed)
 		return NAN;
 	/* The SENDs that carry the push are at most this big. */
-	rdps_transport_find(o->transport)->query(o->clients, &ti);
+	rdps_transport_find(o->transport)->query(o->clients, 1, &ti);
 	if (msg > ti.push_msg_bytes)
 		msg = (uint32_t)ti.push_msg_bytes;
 	r->po.port++;

@@ -519,6 +519,71 @@ if ofi_pull or ofi_push:
         md.append("\n`fi_pingpong` gave no figure in this run (is libfabric-bin installed? see "
                   "`perf/results/ofi-pull.txt`).\n")
 
+def pinned_section():
+    """What a host's trainers open and pin (issue 27), from the doctor's
+    scale lines (perf/pinned.sh) beside what main's layout pinned, computed
+    from main's constants. Nothing here is timed."""
+    import re
+    text = read("pinned.txt")
+    out = ["\n## What a host's trainers open and pin (issue 27)\n",
+           "`perf/pinned.sh` runs `rdps doctor --clients N --servers 16` for N = 64 and 256 trainers on "
+           "a host (each connected to every one of 16 servers), over verbs and over ofi with efa's sizes "
+           "(the provider shown to rdps as efa by the libfabric shim; its queue defaults are the ones "
+           "libfabric reports here). *Before*: main's layout, computed from its constants: verbs, a "
+           "protection domain, completion queue and queue pair per (trainer, server) and 8 MiB of READ "
+           "targets + 16 push buffers of 64 KiB (9 MiB) registered per connection; ofi, a fabric, domain, "
+           "address vector, completion queue and endpoint per (trainer, server), each endpoint's packet "
+           "buffers at the provider's default queues ((tx + rx) x 8 KiB), and 8 MiB of READ targets + 32 "
+           "push buffers of 8 KiB + a page of receives per connection. *After*: one PD/CQ (verbs) or one "
+           "endpoint (ofi) per trainer, each connection's buffers its share of a per-trainer budget, the "
+           "ofi endpoint's queues sized by rdps.\n\n"]
+    if not text.strip():
+        out.append("Not computed in this run (perf/pinned.sh).\n")
+        return out
+    rows = []
+    mib = 1 << 20
+
+    def val(s):
+        v, unit = s.split()
+        return float(v) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+
+    def fmt(b):
+        return "{:.1f} GiB".format(b / (1 << 30)) if b >= 1 << 30 else "{:.1f} MiB".format(b / mib)
+
+    for line in text.splitlines():
+        m = re.search(r"(verbs|ofi)[^,]*, (\d+) clients x (\d+) servers", line)
+        if not m or not line.startswith("ok"):
+            continue
+        tr, n, srv = m.group(1), int(m.group(2)), int(m.group(3))
+        conn = val(re.search(r"registered ([\d.]+ \w+) per connection", line).group(1))
+        client = val(re.search(r"([\d.]+ \w+) per client", line).group(1))
+        if tr == "verbs":
+            before_conn, before_eps = 9 * mib, n * srv
+            before_host = before_conn * srv * n
+            after_host = client * n
+            eps = "{} QPs, {} CQs (before: {} QPs, {} CQs)".format(n * srv, n, n * srv, n * srv)
+        else:
+            q = re.search(r"tx (\d+) rx (\d+) \(provider defaults (\d+)/(\d+)\)", line)
+            tx, rx, txd, rxd = (int(x) for x in q.groups())
+            pkt = 8 << 10
+            before_conn = 8 * mib + 32 * pkt + 4096 + (txd + rxd) * pkt
+            before_host = before_conn * srv * n
+            after_host = (client + (tx + rx) * pkt) * n
+            eps = "{} endpoints (before: {})".format(n, n * srv)
+        rows.append([tr, n, srv, eps, fmt(before_conn), fmt(before_host),
+                     "{:.0f} KiB".format(conn / 1024), fmt(after_host),
+                     "{:.0f}x".format(before_host / after_host)])
+    out.append(table(["transport", "trainers", "servers", "opened on the host",
+                      "pinned per connection, before", "per host, before",
+                      "per connection, after", "per host, after", "less"], rows))
+    out.append("\nofi's packet buffers (which efa registers per endpoint) are in its *before* per "
+               "connection (an endpoint each) and in its *after* per host (one endpoint per trainer), "
+               "not in its *after* per connection; verbs' queue pairs hold no buffers of their own. The "
+               "doctor line for each configuration is in perf/results/pinned.txt.\n")
+    return out
+
+
+md.extend(pinned_section())
 md.append("\n## Training\n")
 md.append("Model kernel: `rdps_model_step` in a loop, one thread, rows as the trainer lays them out "
           "(positives, then the chunk's negatives), gradients zeroed outside the timed call. Goal (issue 5): "

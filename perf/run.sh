@@ -177,6 +177,8 @@ EOF
 	fi
 fi
 
+step "what a host's trainers open and pin (computed, not timed)"
+"$ROOT/perf/pinned.sh" "$BUILD" "$RAW" >/dev/null || echo "pinned" >>"$RAW/failed.txt"
 step "report and plots"
 uname -r >"$RAW/machine.txt"
 nproc >>"$RAW/machine.txt"

@@ -36,6 +36,7 @@
 #include "rdps/partition.h"
 #include "rdps/trainer.h"
 #include "rdps/transport.h"
+#include "transport/ofi.h"
 
 static void usage(FILE *f)
 {
@@ -43,7 +44,7 @@ static void usage(FILE *f)
 "usage: rdps doctor [--ip_config FILE] [--transport auto|tcp|verbs|ofi]\n"
 "                   [--ofi-provider NAME]\n"
 "                   [--partition PDIR --model_name M --hidden_dim D] [--clients N]\n"
-"                   [--timeout SEC]\n"
+"                   [--servers S] [--timeout SEC]\n"
 "\n"
 "Checks this host for a job, one line per check: ok, WARN or FAIL with the fix.\n"
 "Exits 1 if a check failed (warnings do not). Run it on every host of a job.\n"
@@ -56,6 +57,13 @@ static void usage(FILE *f)
 "  ofi         the reliable-datagram providers libfabric sees (within\n"
 "              FI_PROVIDER if set) and which one the ofi transport would take\n"
 "              (--ofi-provider, else efa); a failure with ofi if there is none\n"
+"  pulls       ofi: whether pulls will be one-sided, and why not: an endpoint\n"
+"              is opened as a client's (libfabric API, efa's device RDMA, and\n"
+"              whether the provider emulates READs: FI_OPT_EFA_EMULATED_READ)\n"
+"  scale       what --clients N clients on this host (each connected to every\n"
+"              one of --servers S servers) open and pin: queue pairs or\n"
+"              endpoints, registered buffers per connection and per host, and\n"
+"              (ofi) the provider's packet buffers of each endpoint\n"
 "  port        each device port: state and physical state (ibv_query_port;\n"
 "              EFA devices are the ofi transport's and skipped)\n"
 "  gid         RoCE: a RoCE v2 GID carrying an IPv4 address (gid_attrs/types);\n"
@@ -79,8 +87,11 @@ static void usage(FILE *f)
 "                         where there is an EFA device; sets RDPS_OFI_PROVIDER)\n"
 "  --partition PDIR       with --model_name and --hidden_dim (default TransE_l2, 400):\n"
 "                         size the servers' shards for the memlock check\n"
-"  --clients N            clients (trainer threads) per server, for the memlock\n"
-"                         check: a server's receive buffers grow with them (default 64)\n"
+"  --clients N            clients (trainer threads) of the job, for the memlock and\n"
+"                         scale checks: a server's receive buffers grow with them,\n"
+"                         and the scale check counts them on this host (default 64)\n"
+"  --servers S            servers of the job for the scale check (default: the\n"
+"                         ip_config's, else 8)\n"
 "  --timeout SEC          bound on each peer connection (default 2)\n"
 "  -h, --help             this text\n");
 }
@@ -90,7 +101,8 @@ struct doctor {
 	const char *transport;
 	const char *ip_config, *partition, *model;
 	uint32_t hidden_dim;
-	uint32_t clients;   /* per server, for the memlock check */
+	uint32_t clients;   /* of the job, for the memlock and scale checks */
+	uint32_t servers;   /* for the scale check (0: the ip_config's, else 8) */
 	int timeout_ms;
 	struct rdps_ipconfig ipc;
 	bool have_ipc;
@@ -431,7 +443,7 @@ static void check_ofi(struct doctor *d)
 		h->caps = FI_MSG | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ : 0);
 		h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 					  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-		if (!fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &list)) {
+		if (!fi_getinfo(ofi_api_version(), NULL, NULL, 0, h, &list)) {
 			for (struct fi_info *i = list; i; i = i->next) {
 				const char *p = i->fabric_attr->prov_name;
 				char item[96];
@@ -557,9 +569,9 @@ static void check_memlock(struct doctor *d)
 	}
 	shard = server_shard_bytes(d, why, sizeof(why));
 	/* What the backend registers besides the shards, as it says. */
-	rdps_transport_find(ofi ? "ofi" : "verbs")->query(d->clients, &ti);
+	rdps_transport_find(ofi ? "ofi" : "verbs")->query(d->clients, S, &ti);
 	server = shard + ti.server_pinned_bytes;
-	trainer = (unsigned long long)S * ti.conn_pinned_bytes;
+	trainer = ti.client_pinned_bytes;
 	need = server > trainer ? server : trainer;
 	fmt_bytes(a, sizeof(a), need);
 	fmt_bytes(b, sizeof(b), rl.rlim_cur);
@@ -577,6 +589,97 @@ static void check_memlock(struct doctor *d)
 		       "unlimited (limits.conf '* - memlock unlimited', systemd LimitMEMLOCK=infinity, "
 		       "docker --ulimit memlock=-1, Kubernetes: IPC_LOCK capability)",
 		       b, a, shard ? c : "unknown", S, why[0] ? ": " : "", why);
+}
+
+/* The RDMA backend the job would take here: ofi on EFA hosts (or asked
+ * for), verbs where there is another RDMA port (or asked for), else none. */
+static const char *rdma_backend(const struct doctor *d)
+{
+	if (!strcmp(d->transport, "ofi") || !strcmp(d->transport, "verbs"))
+		return d->transport;
+	if (!strcmp(d->transport, "auto"))
+		return d->num_efa ? "ofi" : d->num_ports ? "verbs" : NULL;
+	return NULL;
+}
+
+/* ofi: will pulls be one-sided, and why not. */
+static void check_pulls(struct doctor *d)
+{
+	const char *b = rdma_backend(d);
+	char why[400];
+	int ret;
+
+	if (!b || strcmp(b, "ofi")) {
+		report(d, SKIP, "pulls", "%s", !b ? "no RDMA transport here"
+			: "verbs pulls are one-sided RDMA READs (RC queue pairs)");
+		return;
+	}
+	ret = ofi_pull_probe(0, why, sizeof(why));
+	if (ret < 0)
+		report(d, SKIP, "pulls", "no ofi endpoint could be opened: %s", why);
+	else if (ret)
+		report(d, OK, "pulls", "one-sided (RMA READs): %s", why);
+	else
+		report(d, WARN, "pulls", "two-sided, served by the servers' CPUs: %s; fix: %s", why,
+		       strstr(why, "API 1.18") ? "a libfabric of API 1.18 or newer (the AWS EFA "
+						 "installer's: /opt/amazon/efa), first on LD_LIBRARY_PATH"
+		       : strstr(why, "FI_EFA_USE_DEVICE_RDMA") ? "unset FI_EFA_USE_DEVICE_RDMA (or set it to 1)"
+		       : strstr(why, "RDPS_OFI_PULLS") ? "unset RDPS_OFI_PULLS"
+		       : strstr(why, "no RDMA READ") || strstr(why, "does no RDMA READ")
+			       ? "an instance type whose EFA does RDMA READ (p4d, p5, trn1 and later)"
+			       : "a provider with RMA reads the device does itself (efa on p4d or "
+				 "later)");
+}
+
+/* What N clients on this host open and pin for S servers, as the backend
+ * (and, for ofi, the provider) sizes it. */
+static void check_scale(struct doctor *d)
+{
+	uint32_t S = d->servers ? d->servers : d->have_ipc ? d->ipc.num_servers : 8;
+	const char *b = rdma_backend(d);
+	struct rdps_transport_info ti;
+	char conn[32], client[32], host[32];
+
+	if (!b) {
+		report(d, SKIP, "scale", "no RDMA transport here (nothing is registered over TCP)");
+		return;
+	}
+	rdps_transport_find(b)->query(d->clients, S, &ti);
+	fmt_bytes(conn, sizeof(conn), ti.conn_pinned_bytes);
+	fmt_bytes(client, sizeof(client), ti.client_pinned_bytes);
+	fmt_bytes(host, sizeof(host), (unsigned long long)ti.client_pinned_bytes * d->clients);
+	if (!strcmp(b, "verbs")) {
+		report(d, OK, "scale", "verbs, %u clients x %u servers: %llu queue pairs on this host "
+		       "(one per client and server; one PD and CQ per client); registered %s per "
+		       "connection, %s per client, %s on this host", d->clients, S,
+		       (unsigned long long)d->clients * S, conn, client, host);
+		return;
+	}
+	{
+		struct ofi_queues q;
+		char why[320], pkt[32], pkt_def[32], total[32];
+		unsigned long long pool, pool_def;
+
+		if (ofi_queue_probe(S, &q, why, sizeof(why))) {
+			report(d, OK, "scale", "ofi, %u clients x %u servers: %u endpoints on this host "
+			       "(one per client); registered %s per connection, %s per client, %s "
+			       "on this host (provider unknown here: %s)", d->clients, S, d->clients,
+			       conn, client, host, why);
+			return;
+		}
+		pool = (unsigned long long)(q.tx + q.rx) * q.pkt;
+		pool_def = (unsigned long long)(q.tx_def + q.rx_def) * q.pkt;
+		fmt_bytes(pkt, sizeof(pkt), pool);
+		fmt_bytes(pkt_def, sizeof(pkt_def), pool_def);
+		fmt_bytes(total, sizeof(total),
+			  ((unsigned long long)ti.client_pinned_bytes + pool) * d->clients);
+		report(d, OK, "scale", "ofi (%s on %s), %u clients x %u servers: %u endpoints on "
+		       "this host (one per client, every server in its address vector); registered "
+		       "%s per connection, %s per client; each endpoint's queues tx %zu rx %zu "
+		       "(provider defaults %zu/%zu), its packet buffers ~%s (%s at the defaults); "
+		       "%s on this host", q.prov, q.dev, d->clients, S, d->clients, conn, client,
+		       q.tx, q.rx, q.tx_def, q.rx_def, pkt, pkt_def, total);
+	}
 }
 
 static void check_hugepages(struct doctor *d)
@@ -772,6 +875,7 @@ int rdps_cmd_doctor(int argc, char **argv)
 		{ "hidden_dim", required_argument, NULL, 'D' },
 		{ "timeout", required_argument, NULL, 'w' },
 		{ "clients", required_argument, NULL, 'n' },
+		{ "servers", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -816,6 +920,13 @@ int rdps_cmd_doctor(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 's':
+			d.servers = (uint32_t)strtoul(optarg, &end, 10);
+			if (*end || !d.servers || d.servers > 1u << 20) {
+				fprintf(stderr, "rdps doctor: --servers '%s' is not a positive count\n", optarg);
+				return 2;
+			}
+			break;
 		case 'w':
 			d.timeout_ms = (int)(strtod(optarg, &end) * 1000);
 			if (*end || d.timeout_ms <= 0) {
@@ -841,7 +952,9 @@ int rdps_cmd_doctor(int argc, char **argv)
 	check_rdma(&d);
 	check_efa(&d);
 	check_ofi(&d);
+	check_pulls(&d);
 	check_memlock(&d);
+	check_scale(&d);
 	check_hugepages(&d);
 	check_io_uring(&d);
 	check_ports(&d);

@@ -37,7 +37,7 @@ static void usage(FILE *f)
 "once: the launcher adds --ip_config, --num_trainers and --rank to each trainer,\n"
 "and gives the servers the ones they share with the trainers (--partition\n"
 "--model_name --hidden_dim --gamma --lr --optimizer --transport --ofi-provider\n"
-"--seed --secret-file).\n"
+"--tos --seed --secret-file).\n"
 "Before it starts anything it checks them once, as trainer 0 would get them,\n"
 "with 'rdps train --check-only' (options, data, partition, save path; no server\n"
 "is contacted): a bad argument stops it with the check's error.\n"

@@ -77,6 +77,10 @@ static void server_usage(FILE *f)
 "  --ofi-provider NAME    the libfabric provider of --transport ofi (default: efa\n"
 "                         where there is an EFA device; e.g. 'tcp;ofi_rxm', any IP\n"
 "                         network); clients must use the same (sets RDPS_OFI_PROVIDER)\n"
+"  --tos N                type of service 0-255 of the RDMA connections (verbs; RoCE:\n"
+"                         the traffic class, which on a PFC fabric must be the\n"
+"                         lossless one; default: the device's); clients give the\n"
+"                         same (sets RDPS_TOS)\n"
 "  --optimizer NAME       sgd, adagrad_row (default, DGL-KE's), adagrad (element-wise)\n"
 "  --lr F                 learning rate applied to pushed gradients (default 0.1)\n"
 "  --gamma F              margin of the model; rows start uniform in [-r, r],\n"
@@ -329,6 +333,7 @@ int rdps_cmd_server(int argc, char **argv)
 		{ "table", required_argument, NULL, 't' },
 		{ "transport", required_argument, NULL, 'T' },
 		{ "ofi-provider", required_argument, NULL, 'O' },
+		{ "tos", required_argument, NULL, 0x200 },
 		{ "optimizer", required_argument, NULL, 'o' },
 		{ "lr", required_argument, NULL, 'l' },
 		{ "gamma", required_argument, NULL, 'g' },
@@ -415,6 +420,19 @@ int rdps_cmd_server(int argc, char **argv)
 			/* The ofi backend reads it (as its other settings). */
 			setenv("RDPS_OFI_PROVIDER", optarg, 1);
 			break;
+		case 0x200: {
+			char *rest;
+			long tos = strtol(optarg, &rest, 0);
+
+			if (*rest || !*optarg || tos < 0 || tos > 255) {
+				fprintf(stderr, "rdps server: --tos '%s' is not a type of service from 0 "
+					"to 255\n", optarg);
+				return 2;
+			}
+			/* The verbs backend reads it (as its other settings). */
+			setenv("RDPS_TOS", optarg, 1);
+			break;
+		}
 		case 'o':
 			optimizer = rdps_optimizer_parse(optarg);
 			if (optimizer < 0) {

@@ -73,6 +73,10 @@ static void usage(FILE *f)
 "  --ofi-provider NAME        the libfabric provider of --transport ofi (default: efa\n"
 "                             where there is an EFA device; e.g. 'tcp;ofi_rxm'); the\n"
 "                             servers must use the same (sets RDPS_OFI_PROVIDER)\n"
+"  --tos N                    type of service 0-255 of the RDMA connections (verbs;\n"
+"                             RoCE: the traffic class, the lossless one on a PFC\n"
+"                             fabric; default: the device's); as the servers' (sets\n"
+"                             RDPS_TOS)\n"
 "  --read-consistency MODE    validated (default) or relaxed one-sided reads (verbs, ofi)\n"
 "  --timeout SEC              bound on each wait: to connect to the servers and for one\n"
 "                             to answer (default 60; with no server reachable the\n"
@@ -240,7 +244,7 @@ enum {
 	O_LOGI, O_SEED, O_SYNC, O_ASYNC, O_NO_PIPELINE, O_FORCE_SYNC, O_TEST, O_VALID, O_EVAL_INTERVAL,
 	O_EVAL_PERCENT, O_BATCH_EVAL, O_NEG_EVAL, O_NEG_DEG_EVAL, O_NO_FILTER, O_PERREL, O_SAVE,
 	O_NO_SAVE, O_CHECK, O_SECRET, O_RECONNECT, O_CKDIR, O_RESUME, O_GPU, O_MIX, O_REL_PART,
-	O_EDGE_IMP, O_OFI_PROV, O_HELP,
+	O_EDGE_IMP, O_OFI_PROV, O_TOS, O_HELP,
 };
 
 static const struct option opts[] = {
@@ -259,6 +263,7 @@ static const struct option opts[] = {
 	{ "num_thread", required_argument, NULL, O_NTHREAD },
 	{ "transport", required_argument, NULL, O_TRANSPORT },
 	{ "ofi-provider", required_argument, NULL, O_OFI_PROV },
+	{ "tos", required_argument, NULL, O_TOS },
 	{ "read-consistency", required_argument, NULL, O_CONS },
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "keep_servers", no_argument, NULL, O_KEEP },
@@ -523,6 +528,12 @@ int rdps_cmd_train(int argc, char **argv)
 			}
 			/* The ofi backend reads it (as its other settings). */
 			setenv("RDPS_OFI_PROVIDER", optarg, 1);
+			break;
+		case O_TOS:
+			if (num("--tos", optarg, 0, 255, &v))
+				goto out;
+			/* The verbs backend reads it (as its other settings). */
+			setenv("RDPS_TOS", optarg, 1);
 			break;
 		case O_CONS:
 			if (!strcmp(optarg, "validated")) {

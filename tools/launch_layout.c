@@ -332,11 +332,11 @@ bool rdps_launch_keeps_servers(char *const *args, int n)
 /* Train options that the servers take too, under the same name; servers
  * get them as "--name value" whichever form the user wrote. */
 static const char *const shared_opts[] = { "partition", "model_name", "hidden_dim", "gamma",
-					   "lr", "optimizer", "transport", "ofi-provider", "seed",
+					   "lr", "optimizer", "transport", "ofi-provider", "tos", "seed",
 					   "secret-file" };
 static const char *const shared_flags[] = { "--partition", "--model_name", "--hidden_dim", "--gamma",
 					    "--lr", "--optimizer", "--transport", "--ofi-provider",
-					    "--seed", "--secret-file" };
+					    "--tos", "--seed", "--secret-file" };
 /* ... and switches that shape the tables (DGL-KE's short forms too). */
 static const char *const shared_switches[][3] = { { "de", "double_ent", "--double_ent" },
 						  { "dr", "double_rel", "--double_rel" } };

@@ -607,7 +607,8 @@ static void inproc_destroy(struct rdps_tserver *s, int timeout_ms)
 	server_put(is);
 }
 
-static void inproc_query(uint32_t num_clients, struct rdps_transport_info *out)
+static void inproc_query(uint32_t num_clients, uint32_t num_servers,
+			 struct rdps_transport_info *out)
 {
 	/* Clients read the shards' memory directly, in this process. */
 	*out = (struct rdps_transport_info){ .push_msg_bytes = SIZE_MAX, .one_sided_pulls = true };

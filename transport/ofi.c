@@ -4,11 +4,25 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "rdps/common.h"
+
 #include "ofi.h"
 
-static void ofi_query(uint32_t num_clients, struct rdps_transport_info *out)
+static size_t clamp_size(size_t v, size_t lo, size_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void ofi_query(uint32_t num_clients, uint32_t num_servers,
+		      struct rdps_transport_info *out)
 {
 	uint64_t slots = (uint64_t)num_clients * OFI_SHARE_TARGET;
+	size_t servers = num_servers ? num_servers : 1, conn, group, msg = OFI_MSG_SIZE;
+	char prov[OFI_PROV_MAX], why[320];
+
+	/* The provider's message size where one is picked (efa's: 8 KiB). */
+	if (!ofi_provider_pick(prov, sizeof(prov), why, sizeof(why)) && prov[0])
+		msg = ofi_msg_size(prov, OFI_MSG_MAX);
 
 	/* The receive pool grows with sessions (ofi_server.c), in chunks. */
 	if (slots < OFI_POOL_MIN_SLOTS)
@@ -16,14 +30,20 @@ static void ofi_query(uint32_t num_clients, struct rdps_transport_info *out)
 	if (slots > OFI_POOL_MAX_SLOTS)
 		slots = OFI_POOL_MAX_SLOTS;
 	slots = (slots + OFI_POOL_CHUNK - 1) / OFI_POOL_CHUNK * OFI_POOL_CHUNK;
-	/* At the largest message size (efa's are smaller); a client's receives
-	 * are that large only where pulls are two-sided. */
+	/* A client's one endpoint (ofi_group.c): its answer slots; per
+	 * server its share of push buffers and READ targets (ofi_client.c
+	 * conn_buffers) and a page of control receives. */
+	group = (size_t)OFI_ANSWER_SLOTS * msg;
+	conn = clamp_size(OFI_SEND_BUDGET / servers, OFI_SEND_SLOTS_MIN, OFI_SEND_SLOTS) * msg +
+	       RDPS_ALIGN_UP(clamp_size(OFI_BOUNCE / servers, OFI_BOUNCE_MIN, OFI_BOUNCE), 4096) +
+	       4096;
 	*out = (struct rdps_transport_info){
-		.push_msg_bytes = OFI_MSG_SIZE,
-		.server_pinned_bytes = slots * OFI_MSG_SIZE +
+		.push_msg_bytes = msg,
+		.server_pinned_bytes = slots * msg +
 				       OFI_CTL_SLOTS * sizeof(struct ofi_srv_hdr),
-		.conn_pinned_bytes = OFI_BOUNCE + (size_t)(OFI_SEND_SLOTS + OFI_CLIENT_RECVS) *
-							  OFI_MSG_SIZE,
+		.conn_pinned_bytes = conn + group / servers,
+		.client_pinned_bytes = conn * servers + group,
+		.client_endpoints = 1,
 		.one_sided_pulls = true,
 		.pins_tables = true,
 	};

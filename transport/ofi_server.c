@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,9 @@ static inline struct ofi_server *to_ofi_server(struct rdps_tserver *s)
 	return container_of(s, struct ofi_server, base);
 }
 
+static void retired_reap(struct ofi_server *os);
+static void close_retired(void *mr);
+
 static void publish_stats(struct ofi_server *os)
 {
 	struct rdps_server_stats *st = os->base.stats;
@@ -45,6 +49,10 @@ static void publish_stats(struct ofi_server *os)
 	__atomic_store_n(&st->recv_slots, os->pool.nslots, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->recv_posted, os->pool.posted, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->rdma_sessions, os->live, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->pulls_two_sided,
+			 os->e.rma ? 0 : os->e.two_sided_why ? (uint64_t)os->e.two_sided_why
+							     : RDPS_TWO_SIDED_NO_RMA,
+			 __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -200,6 +208,8 @@ static int bind_session(void *ctx, const struct rdps_tcp_bind_who *who, const vo
 	ss->addr = addr;
 	ss->token = who->session;
 	ss->cookie = ofi_cookie(os->p.secret, who->session);
+	ss->conn = req.conn;
+	ss->seq = os->next_seq++;
 	ss->client_id = who->client_id;
 	ss->num_clients = who->num_clients;
 	snprintf(ss->peer, sizeof(ss->peer), "%s (client %u, ofi)", who->peer, who->client_id);
@@ -231,6 +241,24 @@ static int bind_session(void *ctx, const struct rdps_tcp_bind_who *who, const vo
 /* ---------------------------------------------------------------------- */
 /* Progress                                                               */
 
+/*
+ * A provider does work that no completion tells of: a handshake, a resend
+ * after receiver-not-ready, an emulated READ served to a client, a copy
+ * through shm. Only calls into the provider (fi_cq_read) do that work, so
+ * the server never naps while the provider may have some:
+ * - with a wait object, it sleeps on it only once fi_trywait says nothing
+ *   is left to progress by hand; when fi_trywait says otherwise it
+ *   progresses at once (not after a nap);
+ * - without one (efa of libfabric 1.17, or efa with shm), it keeps
+ *   progressing for OFI_LINGER_MS after any traffic (completions, control
+ *   connections), and all along while clients are connected that may read
+ *   the shards one-sidedly (a READ the provider serves is no completion),
+ *   yielding the CPU between rounds; it naps in OFI_IDLE_SLEEP_MS slices
+ *   only when idle.
+ * The other server threads (thread > 0) only drive the provider's progress
+ * (a read of no entries), so that it goes on while thread 0 applies a push.
+ */
+
 /* Spins on the CQ up to budget_ns for completions; returns how many were
  * handled (0: none came) or -EIO. */
 static int busy_poll(struct ofi_server *os, uint64_t budget_ns)
@@ -247,15 +275,84 @@ static int busy_poll(struct ofi_server *os, uint64_t budget_ns)
 	}
 }
 
+/* Whether to keep progressing: traffic was seen within the linger
+ * window, or (without a wait object) clients may be reading the shards,
+ * which the server learns of from no completion at all. */
+static bool lingering(const struct ofi_server *os)
+{
+	if (os->e.cq_fd < 0 && os->e.rma && __atomic_load_n(&os->live, __ATOMIC_RELAXED))
+		return true;
+	return rdps_now_ns() - __atomic_load_n(&os->last_traffic_ns, __ATOMIC_RELAXED) <
+	       OFI_LINGER_MS * 1000000ull;
+}
+
+static void traffic(struct ofi_server *os)
+{
+	__atomic_store_n(&os->last_traffic_ns, rdps_now_ns(), __ATOMIC_RELAXED);
+}
+
+/* How long thread 0 may sleep now (ms), and on which descriptors (*nfds:
+ * 1 the control connections only, 2 the CQ's wait descriptor too). */
+static int sleep_plan(struct ofi_server *os, int timeout_ms, int *nfds)
+{
+	struct fid *f = &os->e.cq->fid;
+
+	*nfds = 1;
+	if (!timeout_ms)
+		return 0;
+	if (os->e.cq_fd >= 0) {
+		/* Safe to sleep only when libfabric says so; else progress
+		 * again now. */
+		if (fi_trywait(os->e.fabric, &f, 1) != FI_SUCCESS)
+			return 0;
+		*nfds = 2;
+		return timeout_ms;
+	}
+	/* No wait object: keep progressing a while after any traffic. */
+	if (lingering(os))
+		return 0;
+	__atomic_add_fetch(&os->naps, 1, __ATOMIC_RELAXED);
+	return timeout_ms < OFI_IDLE_SLEEP_MS ? timeout_ms : OFI_IDLE_SLEEP_MS;
+}
+
+/* A thread other than 0: the provider's progress only (fi_cq_read of no
+ * entries takes none), as often as thread 0 would. */
+static int progress_only(struct ofi_server *os, int timeout_ms)
+{
+	uint64_t end = rdps_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	do {
+		ssize_t r = fi_cq_read(os->e.cq, NULL, 0);
+
+		if (r < 0 && r != -FI_EAGAIN && r != -FI_EAVAIL)
+			return -EIO;
+		if (!lingering(os)) {
+			struct pollfd pfd = { .fd = os->e.cq_fd, .events = POLLIN };
+
+			/* Idle: sleep as thread 0 does (its descriptor is only
+			 * watched here, its completions are thread 0's). */
+			if (os->e.cq_fd >= 0)
+				poll(&pfd, 1, timeout_ms < 50 ? timeout_ms : 50);
+			else
+				poll(NULL, 0, OFI_IDLE_SLEEP_MS);
+			break;
+		}
+		sched_yield();
+	} while (rdps_now_ns() < end);
+	return 0;
+}
+
 int ofi_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 {
 	struct ofi_server *os = to_ofi_server(s);
 	struct pollfd pfd[2] = { { .fd = rdps_tcp_server_fd(os->tcp), .events = POLLIN },
 				 { .fd = os->e.cq_fd, .events = POLLIN } };
-	int n = 0, nfds = 1, ret;
+	int n = 0, nfds, ms, ret;
 
-	if (thread != 0)
+	if (thread >= os->base.progress_threads)
 		return -EINVAL;
+	if (thread)
+		return progress_only(os, timeout_ms);
 	os->tcp->stats = os->base.stats;
 	/* Sessions waiting for their drain must not wait past the deadline. */
 	if (os->closing && timeout_ms > 50)
@@ -269,20 +366,11 @@ int ofi_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 			timeout_ms = 0;
 		}
 	}
-	if (timeout_ms) {
-		struct fid *f = &os->e.cq->fid;
-
-		/* The CQ's descriptor, once libfabric says sleeping on it is
-		 * safe (nothing left to progress by hand); else a short nap:
-		 * under manual progress, a provider that emulates what
-		 * clients do (rxm's RMA over tcp) needs this thread. */
-		if (os->e.cq_fd >= 0 && fi_trywait(os->e.fabric, &f, 1) == FI_SUCCESS)
-			nfds = 2;
-		else if (timeout_ms > OFI_IDLE_SLEEP_MS)
-			timeout_ms = OFI_IDLE_SLEEP_MS;
-	}
-	if (poll(pfd, (nfds_t)nfds, timeout_ms) < 0 && errno != EINTR)
+	ms = sleep_plan(os, timeout_ms, &nfds);
+	if (poll(pfd, (nfds_t)nfds, ms) < 0 && errno != EINTR)
 		return -errno;
+	if (!ms && timeout_ms && !n)
+		sched_yield(); /* progressing without a sleep: let others run */
 	if (pfd[0].revents) {
 		ret = os->tcp->ops->progress(os->tcp, 0, 0);
 		if (ret < 0)
@@ -298,7 +386,10 @@ int ofi_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 		if (ret < 256)
 			break;
 	}
+	if (n)
+		traffic(os);
 	reap(os);
+	retired_reap(os);
 	publish_stats(os);
 	return n;
 }
@@ -341,12 +432,14 @@ void ofi_destroy(struct rdps_tserver *s, int timeout_ms)
 	close_mr(&os->ctl_mr);
 	for (uint32_t t = 0; t < RDPS_MAX_TABLES; t++)
 		close_mr(&os->mrs[t]);
+	rdps_retire_free(&os->retired, close_retired);
 	ofi_ep_close(&os->e);
 	free(os->ctl_buf);
 	free(os->sessions);
 	free(os->gens);
 	free(os->rows_pending);
 	free(os->answer_len);
+	free(os->answer_tag);
 	free(os->pull_ids);
 	free(os);
 }
@@ -419,6 +512,15 @@ int ofi_add_region(struct rdps_tserver *s, struct rdps_region *r)
 	return 0;
 }
 
+static void close_retired(void *mr)
+{
+	fi_close(&((struct fid_mr *)mr)->fid);
+}
+
+/* The table leaves (in a request's handling, on the progress thread, which
+ * applies every push: none is half applied): its rows say so and its region
+ * stays registered until the sessions that may know its key are gone
+ * (retire.h), so a late READ fails that pull, not the client's connection. */
 void ofi_remove_region(struct rdps_tserver *s, uint32_t table_id)
 {
 	struct ofi_server *os = container_of(s, struct ofi_server, base);
@@ -427,10 +529,27 @@ void ofi_remove_region(struct rdps_tserver *s, uint32_t table_id)
 		return;
 	__atomic_store_n(&os->regions[table_id].desc.dim, 0, __ATOMIC_RELEASE);
 	os->tcp->ops->remove_region(os->tcp, table_id);
-	if (os->mrs[table_id]) {
+	if (!os->mrs[table_id])
+		return;
+	rdps_region_retire_rows(&os->regions[table_id]);
+	if (rdps_retire_add(&os->retired, os->mrs[table_id], os->next_seq))
 		fi_close(&os->mrs[table_id]->fid);
-		os->mrs[table_id] = NULL;
-	}
+	os->mrs[table_id] = NULL;
+}
+
+/* Closes the retired regions no session that began before their drop can
+ * read any more. */
+static void retired_reap(struct ofi_server *os)
+{
+	uint64_t min = UINT64_MAX;
+
+	if (!os->retired.n)
+		return;
+	for (uint32_t i = 0; i < os->hw; i++)
+		if (os->sessions[i] && os->sessions[i]->seq < min)
+			min = os->sessions[i]->seq;
+	if (rdps_retire_reap(&os->retired, min, close_retired))
+		rdps_dbg("server %u: retired table regions closed", os->p.server_id);
 }
 
 /* Registers the shards for remote reads, and says where they are. */
@@ -461,15 +580,27 @@ int ofi_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, ch
 	if (!os)
 		return -ENOMEM;
 	os->base.ops = rdps_transport_ofi();
-	/* One progress thread, for now (the core says so when more were
-	 * asked for). */
-	os->base.num_threads = os->base.progress_threads = 1;
+	/* One thread handles completions; the others asked for drive the
+	 * provider's progress (the core says that requests are served by
+	 * one). */
+	os->base.num_threads = 1;
+	os->base.progress_threads = p->num_threads > 1 ? p->num_threads : 1;
+	if (os->base.progress_threads > OFI_PROGRESS_THREADS_MAX)
+		os->base.progress_threads = OFI_PROGRESS_THREADS_MAX;
 	os->e.cq_fd = -1;
 	os->p = *p;
 	os->busy_poll_ns = ofi_busy_poll_ns();
 	memcpy(os->regions, p->regions, p->num_regions * sizeof(*p->regions));
 	os->p.regions = os->regions;
-	ret = ofi_ep_open(&os->e, p->host, true, err, errlen);
+	{
+		/* The receive pool and control sends, and two-sided answers
+		 * from the pool's slots; a session per client. */
+		struct ofi_ep_want w = { .server = true, .index = p->server_id,
+					 .tx = OFI_CTL_SLOTS + OFI_POOL_MAX_SLOTS,
+					 .rx = OFI_POOL_MAX_SLOTS, .av = OFI_MAX_SESSIONS };
+
+		ret = ofi_ep_open(&os->e, p->host, &w, err, errlen);
+	}
 	if (ret)
 		goto err_destroy;
 	ret = expose_regions(os, err, errlen);
@@ -486,8 +617,10 @@ int ofi_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, ch
 	os->gens = calloc(OFI_MAX_SESSIONS, sizeof(*os->gens));
 	os->rows_pending = calloc(max_slots, sizeof(*os->rows_pending));
 	os->answer_len = calloc(max_slots, sizeof(*os->answer_len));
+	os->answer_tag = calloc(max_slots, sizeof(*os->answer_tag));
 	os->pull_ids = malloc(os->e.msg_size);
-	if (!os->sessions || !os->gens || !os->rows_pending || !os->answer_len || !os->pull_ids) {
+	if (!os->sessions || !os->gens || !os->rows_pending || !os->answer_len ||
+	    !os->answer_tag || !os->pull_ids) {
 		ret = -ENOMEM;
 		goto err_destroy;
 	}
@@ -508,9 +641,10 @@ int ofi_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, ch
 		goto err_destroy;
 	rdps_tcp_set_session_hook(os->tcp, control_closed, os);
 	rdps_tcp_set_bind_hook(os->tcp, bind_session, os);
-	rdps_info("server %u: ofi provider %s (%s), messages of %zu bytes, %s", p->server_id,
-		  os->e.prov, os->e.dev, os->e.msg_size,
-		  os->e.rma ? "one-sided pulls (FI_RMA reads)" : "two-sided pulls");
+	rdps_info("server %u: ofi provider %s (%s, %u device(s) on this host), libfabric API "
+		  "%u.%u, messages of %zu bytes, %s", p->server_id, os->e.prov, os->e.dev,
+		  os->e.ndomains, FI_MAJOR(os->e.api), FI_MINOR(os->e.api), os->e.msg_size,
+		  os->e.rma ? "one-sided pulls (FI_RMA reads, the device's own)" : "two-sided pulls");
 	if (!os->e.rma)
 		rdps_info("server %u: pulls are served by this server's CPU over FI_MSG: %s",
 			  p->server_id, os->e.why_two_sided);

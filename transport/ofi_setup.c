@@ -26,6 +26,7 @@
 
 #include "rdps/common.h"
 #include "ofi.h"
+#include "verbs.h"
 
 const char *ofi_strerror(int ret)
 {
@@ -197,13 +198,54 @@ static void universe_fit(void)
 	rdps_dbg("ofi: %s", universe_note);
 }
 
+/*
+ * efa's environment, before libfabric reads it:
+ * - shm off (FI_EFA_ENABLE_SHM_TRANSFER=0, as aws-ofi-nccl does): with its
+ *   shm peer endpoint efa has no wait object, and shm's copies are
+ *   progress no completion tells of; processes of one host then talk
+ *   through the device, which loops back.
+ * - fork safety (FI_EFA_FORK_SAFE=1) where the kernel does not copy
+ *   registered pages at fork (before 5.13: libibverbs says fork support
+ *   must be asked for): trainers fork DataLoader workers, and efa aborts at
+ *   a fork without it.
+ * A value the user set is kept.
+ */
+static void efa_env(void)
+{
+	/* Fork support is needed unless the kernel copies registered pages
+	 * at fork (5.13 on). */
+	bool fork_needed = ibv_is_fork_initialized() != IBV_FORK_UNNEEDED;
+
+	/* libfabric's verbs providers register through libibverbs too. */
+	verbs_fork_init();
+	if (setenv("FI_EFA_ENABLE_SHM_TRANSFER", "0", 0))
+		rdps_dbg("ofi: cannot set FI_EFA_ENABLE_SHM_TRANSFER");
+	if (fork_needed && setenv("FI_EFA_FORK_SAFE", "1", 0))
+		rdps_dbg("ofi: cannot set FI_EFA_FORK_SAFE");
+}
+
+static void env_once(void)
+{
+	efa_env();
+	universe_fit();
+}
+
 /* Before libfabric's first call in the process (it reads its environment
  * then). */
 static void ofi_env_init(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	pthread_once(&once, universe_fit);
+	pthread_once(&once, env_once);
+}
+
+uint32_t ofi_api_version(void)
+{
+	uint32_t v = fi_version();
+
+	/* The newest API the library offers: below 1.18 efa keeps device
+	 * RDMA off on its first generations, so READs would be emulated. */
+	return FI_VERSION_GE(v, OFI_API_MIN) ? v : OFI_API_MIN;
 }
 
 static struct fi_info *base_hints(const char *prov, bool rma)
@@ -213,7 +255,8 @@ static struct fi_info *base_hints(const char *prov, bool rma)
 	if (!h)
 		return NULL;
 	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_MSG | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ : 0);
+	/* Tagged: a two-sided pull's answer lands in the slot posted for it. */
+	h->caps = FI_MSG | FI_TAGGED | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ : 0);
 	/* Contexts are tagged integers (ofi.h): no FI_CONTEXT mode. */
 	h->mode = 0;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
@@ -241,7 +284,7 @@ static bool provider_present(const char *prov, char *dev, size_t devlen)
 	h = base_hints(prov, false);
 	if (!h)
 		return false;
-	ok = !fi_getinfo(OFI_API, NULL, NULL, 0, h, &info) && info;
+	ok = !fi_getinfo(ofi_api_version(), NULL, NULL, 0, h, &info) && info;
 	if (ok && dev)
 		snprintf(dev, devlen, "%s", info->domain_attr->name ? info->domain_attr->name : "?");
 	fi_freeinfo(info);
@@ -314,9 +357,9 @@ static int getinfo(const char *prov, const char *node, bool rma, bool server,
 	if (server)
 		h->domain_attr->threading = FI_THREAD_SAFE;
 	if (node)
-		ret = fi_getinfo(OFI_API, node, NULL, FI_SOURCE, h, info);
+		ret = fi_getinfo(ofi_api_version(), node, NULL, FI_SOURCE, h, info);
 	if (ret)
-		ret = fi_getinfo(OFI_API, NULL, NULL, 0, h, info);
+		ret = fi_getinfo(ofi_api_version(), NULL, NULL, 0, h, info);
 	fi_freeinfo(h);
 	return ret;
 }
@@ -330,6 +373,7 @@ static void efa_read_check(struct ofi_ep *e)
 
 	if (env && (!strcmp(env, "0") || !strcasecmp(env, "false") || !strcasecmp(env, "no"))) {
 		e->rma = false;
+		e->two_sided_why = RDPS_TWO_SIDED_ASKED;
 		snprintf(e->why_two_sided, sizeof(e->why_two_sided),
 			 "FI_EFA_USE_DEVICE_RDMA=%s turns the device's RDMA READ off", env);
 		return;
@@ -358,6 +402,7 @@ static void efa_read_check(struct ofi_ep *e)
 			if (ctx && !efadv_query_device(ctx, &a, sizeof(a)) &&
 			    !(a.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ)) {
 				e->rma = false;
+				e->two_sided_why = RDPS_TWO_SIDED_NO_DEVICE_READ;
 				snprintf(e->why_two_sided, sizeof(e->why_two_sided),
 					 "EFA device %s has no RDMA READ (efadv_query_device: an "
 					 "instance type without it; p4d, p5 and trn1 have it)", name);
@@ -376,18 +421,134 @@ static void efa_read_check(struct ofi_ep *e)
 #endif
 }
 
-int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size_t errlen)
+struct fi_info *ofi_pick_domain(struct fi_info *list, uint32_t index, uint32_t *ndomains)
+{
+	struct fi_info *pick = list;
+	uint32_t n = 0;
+
+	/* Count distinct domain names, in list order (a domain may appear
+	 * once per variant of the provider). */
+	for (struct fi_info *i = list; i; i = i->next) {
+		bool seen = false;
+
+		for (struct fi_info *j = list; j != i && !seen; j = j->next)
+			seen = j->domain_attr->name && i->domain_attr->name &&
+			       !strcmp(j->domain_attr->name, i->domain_attr->name);
+		n += !seen;
+	}
+	*ndomains = n;
+	if (n <= 1)
+		return list;
+	index %= n;
+	for (struct fi_info *i = list; i; i = i->next) {
+		bool seen = false;
+
+		for (struct fi_info *j = list; j != i && !seen; j = j->next)
+			seen = j->domain_attr->name && i->domain_attr->name &&
+			       !strcmp(j->domain_attr->name, i->domain_attr->name);
+		if (seen)
+			continue;
+		if (!index--) {
+			pick = i;
+			break;
+		}
+	}
+	return pick;
+}
+
+/* Takes entry pick out of the list (frees the rest). */
+static struct fi_info *keep_one(struct fi_info *list, struct fi_info *pick)
+{
+	struct fi_info *one = fi_dupinfo(pick);
+
+	fi_freeinfo(list);
+	return one;
+}
+
+static bool env_false(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") ||
+		     !strcasecmp(v, "off") || !strcasecmp(v, "n"));
+}
+
+/* efa, before fi_enable: device RDMA for READs (API >= 1.18 takes the
+ * option; FI_EFA_USE_DEVICE_RDMA=0 wins over it, so it is not asked then).
+ * A refusal is no error: whether READs are emulated is read back after
+ * fi_enable, and decides. */
+static void efa_ask_device_rdma(struct ofi_ep *e)
+{
+	bool on = true;
+	int ret;
+
+	if (strcmp(e->prov, "efa") || !e->rma || env_false("FI_EFA_USE_DEVICE_RDMA") ||
+	    !FI_VERSION_GE(e->api, FI_VERSION(1, 18)))
+		return;
+	ret = (int)fi_setopt(&e->ep->fid, FI_OPT_ENDPOINT, OFI_OPT_EFA_USE_DEVICE_RDMA, &on,
+			     sizeof(on));
+	e->device_rdma = ret ? ret : 1;
+	if (ret)
+		rdps_dbg("ofi: efa refused device RDMA (FI_OPT_EFA_USE_DEVICE_RDMA): %s",
+			 ofi_strerror(ret));
+}
+
+/* After fi_enable: whether the provider emulates READs (efa says so;
+ * others do not know the option). Emulated, a READ is served by the
+ * target's progress loop: pulls go two-sided instead, which costs the
+ * server's CPU less. */
+static void read_emulation_check(struct ofi_ep *e)
+{
+	bool emulated = false;
+	size_t len = sizeof(emulated);
+	int ret;
+
+	if (!e->rma)
+		return;
+	ret = (int)fi_getopt(&e->ep->fid, FI_OPT_ENDPOINT, OFI_OPT_EFA_EMULATED_READ, &emulated,
+			     &len);
+	if (ret || !emulated)
+		return;
+	e->rma = false;
+	e->emulated_read = true;
+	e->two_sided_why = RDPS_TWO_SIDED_EMULATED;
+	snprintf(e->why_two_sided, sizeof(e->why_two_sided),
+		 "provider %s emulates RMA reads on %s (FI_OPT_EFA_EMULATED_READ: %s), and a "
+		 "two-sided pull costs the server less than an emulated read",
+		 e->prov, e->dev,
+		 strcmp(e->prov, "efa") ? "the provider says so"
+		 : e->device_rdma < 0 ? "the device refused device RDMA"
+		 : env_false("FI_EFA_USE_DEVICE_RDMA") ? "FI_EFA_USE_DEVICE_RDMA=0 turns device RDMA off"
+		 : e->device_rdma ? "device RDMA was asked for and not granted"
+		 : !FI_VERSION_GE(e->api, FI_VERSION(1, 18))
+			 ? "libfabric below API 1.18 keeps device RDMA off on this EFA generation"
+			 : "the device does no RDMA READ");
+}
+
+/* The endpoint's queues: what w needs, as far as the provider goes. */
+static void size_queues(struct fi_info *info, const struct ofi_ep_want *w)
+{
+	if (w->tx && (!info->tx_attr->size || w->tx < info->tx_attr->size))
+		info->tx_attr->size = w->tx;
+	if (w->rx && (!info->rx_attr->size || w->rx < info->rx_attr->size))
+		info->rx_attr->size = w->rx;
+}
+
+int ofi_ep_open(struct ofi_ep *e, const char *node, const struct ofi_ep_want *w, char *err,
+		size_t errlen)
 {
 	const char *pulls = getenv("RDPS_OFI_PULLS");
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_FD };
-	struct fi_av_attr ava = { .type = FI_AV_UNSPEC, .count = server ? OFI_MAX_SESSIONS : 4 };
+	struct fi_av_attr ava = { .type = FI_AV_UNSPEC, .count = w->av ? w->av : 4 };
 	char prov[OFI_PROV_MAX], why[320];
+	struct fi_info *list = NULL;
 	bool rma = true;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
 	e->cq_fd = -1;
 	e->next_key = 1;
+	e->api = ofi_api_version();
 	ret = ofi_provider_pick(prov, sizeof(prov), why, sizeof(why));
 	if (ret) {
 		snprintf(err, errlen, "%s", why);
@@ -395,30 +556,38 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size
 	}
 	if (pulls && !strcmp(pulls, "msg")) {
 		rma = false;
+		e->two_sided_why = RDPS_TWO_SIDED_ASKED;
 		snprintf(e->why_two_sided, sizeof(e->why_two_sided), "RDPS_OFI_PULLS=msg");
 	}
-	ret = getinfo(prov, node, rma, server, &e->info);
+	ret = getinfo(prov, node, rma, w->server, &list);
 	if (ret && rma) {
 		/* No FI_RMA + FI_READ: pulls go two-sided. */
-		ret = getinfo(prov, node, false, server, &e->info);
+		ret = getinfo(prov, node, false, w->server, &list);
 		if (!ret) {
 			rma = false;
+			e->two_sided_why = RDPS_TWO_SIDED_NO_RMA;
 			snprintf(e->why_two_sided, sizeof(e->why_two_sided),
 				 "provider %s has no FI_RMA/FI_READ for RDM endpoints",
-				 e->info->fabric_attr->prov_name);
+				 list->fabric_attr->prov_name);
 		}
 	}
 	if (ret) {
 		snprintf(err, errlen, "libfabric has no reliable-datagram endpoint (FI_EP_RDM, "
-			 "FI_MSG) for %s: %s (fi_info -l lists the providers)", why,
+			 "FI_MSG, FI_TAGGED) for %s: %s (fi_info -l lists the providers)", why,
 			 ofi_strerror(ret));
 		return ret == -FI_ENODATA ? -ENODEV : ret;
 	}
+	/* A host's devices (efa: one domain each; p4d has 4, p5 32) are
+	 * spread over its processes by their index. */
+	e->info = keep_one(list, ofi_pick_domain(list, w->index, &e->ndomains));
+	if (!e->info)
+		return -ENOMEM;
 	e->rma = rma;
 	snprintf(e->prov, sizeof(e->prov), "%s", e->info->fabric_attr->prov_name);
 	snprintf(e->dev, sizeof(e->dev), "%s",
 		 e->info->domain_attr->name ? e->info->domain_attr->name : "?");
 	e->mr_mode = e->info->domain_attr->mr_mode;
+	size_queues(e->info, w);
 	e->tx_size = e->info->tx_attr->size ? e->info->tx_attr->size : 64;
 	e->rx_size = e->info->rx_attr->size ? e->info->rx_attr->size : 64;
 	e->max_rma = e->info->ep_attr->max_msg_size;
@@ -436,9 +605,8 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size
 			 ofi_strerror(ret));
 		return ret;
 	}
-	cqa.size = server ? OFI_POOL_MAX_SLOTS + OFI_CTL_SLOTS + 64
-			  : OFI_READ_RING + OFI_SEND_SLOTS + OFI_CLIENT_RECVS + 64;
-	/* A wait descriptor where the provider has one (efa has none). */
+	cqa.size = w->tx + w->rx + 64;
+	/* A wait descriptor where the provider has one (efa 1.17 has none). */
 	ret = fi_cq_open(e->domain, &cqa, &e->cq, NULL);
 	if (ret) {
 		cqa.wait_obj = FI_WAIT_NONE;
@@ -462,8 +630,10 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size
 		ret = fi_ep_bind(e->ep, &e->av->fid, 0);
 	if (!ret)
 		ret = fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (!ret)
+	if (!ret) {
+		efa_ask_device_rdma(e);
 		ret = fi_enable(e->ep);
+	}
 	if (ret) {
 		snprintf(err, errlen, "creating a %s endpoint failed: %s%s%s%s", e->prov,
 			 ofi_strerror(ret),
@@ -475,6 +645,7 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size
 			 universe_note[0] ? "; " : "", universe_note);
 		return ret;
 	}
+	read_emulation_check(e);
 	e->addrlen = sizeof(e->addr);
 	ret = fi_getname(&e->ep->fid, e->addr, &e->addrlen);
 	if (ret) {
@@ -483,6 +654,30 @@ int ofi_ep_open(struct ofi_ep *e, const char *node, bool server, char *err, size
 		return ret;
 	}
 	return 0;
+}
+
+int ofi_pull_probe(uint32_t index, char *why, size_t whylen)
+{
+	struct ofi_ep_want w = { .index = index, .tx = 64, .rx = 64, .av = 4 };
+	struct ofi_ep e;
+	int ret = ofi_ep_open(&e, NULL, &w, why, whylen);
+
+	if (!ret) {
+		ret = e.rma;
+		if (e.rma)
+			snprintf(why, whylen, "provider %s on %s (libfabric API %u.%u): %s", e.prov,
+				 e.dev, FI_MAJOR(e.api), FI_MINOR(e.api),
+				 strcmp(e.prov, "efa") ? "it has RMA reads and does not say they are "
+							 "emulated"
+				 : e.device_rdma > 0 ? "device RDMA asked for and on; READs are the "
+						       "device's own (FI_OPT_EFA_EMULATED_READ: no)"
+						     : "READs are the device's own "
+						       "(FI_OPT_EFA_EMULATED_READ: no)");
+		else
+			snprintf(why, whylen, "%s", e.why_two_sided);
+	}
+	ofi_ep_close(&e);
+	return ret;
 }
 
 void ofi_ep_close(struct ofi_ep *e)
@@ -558,4 +753,38 @@ int ofi_alloc_registered(struct ofi_ep *e, size_t len, uint64_t access, char **b
 		*buf = NULL;
 	}
 	return ret;
+}
+
+int ofi_queue_probe(uint32_t servers, struct ofi_queues *q, char *why, size_t whylen)
+{
+	struct fi_info *info = NULL;
+	struct ofi_ep_want w;
+	char prov[OFI_PROV_MAX];
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	ret = ofi_provider_pick(prov, sizeof(prov), why, whylen);
+	if (ret)
+		return ret;
+	ret = getinfo(prov, NULL, true, false, &info);
+	if (ret)
+		ret = getinfo(prov, NULL, false, false, &info);
+	if (ret) {
+		snprintf(why, whylen, "libfabric has no reliable-datagram endpoint for %s: %s",
+			 prov[0] ? prov : "FI_PROVIDER's choice", ofi_strerror(ret));
+		return ret == -FI_ENODATA ? -ENODEV : ret;
+	}
+	ofi_group_want(servers ? servers : 1, 0, &w);
+	snprintf(q->prov, sizeof(q->prov), "%s", info->fabric_attr->prov_name);
+	snprintf(q->dev, sizeof(q->dev), "%s",
+		 info->domain_attr->name ? info->domain_attr->name : "?");
+	q->tx_def = info->tx_attr->size;
+	q->rx_def = info->rx_attr->size;
+	q->tx = q->tx_def && q->tx_def < w.tx ? q->tx_def : w.tx;
+	q->rx = q->rx_def && q->rx_def < w.rx ? q->rx_def : w.rx;
+	/* efa's packets are one MTU (~8.9 KiB): its eager message size. */
+	q->pkt = !strcmp(q->prov, "efa") ? OFI_EFA_MSG_SIZE
+					 : ofi_msg_size(q->prov, info->ep_attr->max_msg_size);
+	fi_freeinfo(info);
+	return 0;
 }

@@ -132,7 +132,8 @@ static void session_send(struct ofi_server *os, struct ofi_session *ss, uint32_t
 		 * exactly when all it was promised is still owed. */
 		bool starving = ss->cr.owed && ss->cr.owed == ss->cr.promised;
 		struct ofi_srv_hdr h = { .kind = ss->acks_owed ? OFI_S_FLUSH_ACK : OFI_S_CREDIT,
-					 .credits = ss->cr.owed };
+					 .credits = ss->cr.owed, .conn = ss->conn,
+					 .session = ss->index };
 		char *buf;
 		ssize_t r;
 		int i;
@@ -188,9 +189,10 @@ static void slot_done(struct ofi_server *os, struct ofi_session *ss, uint32_t sl
  * queue is full: kept for later) or -errno. */
 static int rows_send(struct ofi_server *os, struct ofi_session *ss, uint32_t slot)
 {
-	ssize_t r = fi_send(os->e.ep, ofi_pool_buf(&os->pool, slot), os->answer_len[slot],
-			    ofi_pool_desc(&os->pool, slot), ss->addr,
-			    OFI_CTX(OFI_OP_SRV_ROWS, ctx_val(ss, slot)));
+	/* Tagged: it lands in the answer slot the client posted for it. */
+	ssize_t r = fi_tsend(os->e.ep, ofi_pool_buf(&os->pool, slot), os->answer_len[slot],
+			     ofi_pool_desc(&os->pool, slot), ss->addr, os->answer_tag[slot],
+			     OFI_CTX(OFI_OP_SRV_ROWS, ctx_val(ss, slot)));
 
 	if (r == -FI_EAGAIN)
 		return -EAGAIN;
@@ -280,7 +282,7 @@ static void handle_pull(struct ofi_server *os, struct ofi_session *ss, uint32_t 
 			const char *payload, uint32_t len)
 {
 	char *buf = ofi_pool_buf(&os->pool, slot), why[256] = "";
-	struct ofi_srv_hdr h = { .kind = OFI_S_ROWS };
+	struct ofi_srv_hdr h = { .kind = OFI_S_ROWS, .conn = ss->conn, .session = ss->index };
 	struct rdps_request req = { .type = RDPS_REQ_PULL, .client_id = ss->client_id,
 				    .num_clients = ss->num_clients, .peer = ss->peer,
 				    .errmsg = why, .errlen = sizeof(why) };
@@ -288,6 +290,7 @@ static void handle_pull(struct ofi_server *os, struct ofi_session *ss, uint32_t 
 	int ret;
 
 	memcpy(&h.tag, buf + offsetof(struct ofi_msg_hdr, tag), sizeof(h.tag));
+	os->answer_tag[slot] = h.tag;
 	ret = rdps_wire_check_rows(RDPS_REQ_PULL, payload, len, os->regions,
 				   __atomic_load_n(&os->p.num_regions, __ATOMIC_ACQUIRE),
 				   why, sizeof(why));

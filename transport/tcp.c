@@ -12,7 +12,8 @@
 #include "tcp_priv.h"
 #include "wire.h"
 
-static void tcp_query(uint32_t num_clients, struct rdps_transport_info *out)
+static void tcp_query(uint32_t num_clients, uint32_t num_servers,
+		      struct rdps_transport_info *out)
 {
 	/* Replies are buffered per connection up to TCP_TX_HIGH; nothing pinned. */
 	*out = (struct rdps_transport_info){ .push_msg_bytes = RDPS_WIRE_MAX_FRAME };

@@ -123,3 +123,19 @@ int rdps_dtype_parse(const char *name)
 			return alias[i].dtype;
 	return -EINVAL;
 }
+
+const char *rdps_two_sided_why_str(uint64_t why)
+{
+	switch (why) {
+	case RDPS_TWO_SIDED_NO_RMA:
+		return "the provider has no RMA reads";
+	case RDPS_TWO_SIDED_EMULATED:
+		return "the provider emulates RMA reads (an emulated read costs the server more)";
+	case RDPS_TWO_SIDED_NO_DEVICE_READ:
+		return "the device does no RDMA READ";
+	case RDPS_TWO_SIDED_ASKED:
+		return "asked for (RDPS_OFI_PULLS=msg or FI_EFA_USE_DEVICE_RDMA=0)";
+	default:
+		return "one-sided";
+	}
+}

@@ -5,11 +5,20 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "rdps/common.h"
+
 #include "verbs.h"
 
-static void verbs_query(uint32_t num_clients, struct rdps_transport_info *out)
+static size_t clamp_size(size_t v, size_t lo, size_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void verbs_query(uint32_t num_clients, uint32_t num_servers,
+			struct rdps_transport_info *out)
 {
 	uint64_t slots = (uint64_t)num_clients * VERBS_SHARE_TARGET;
+	size_t servers = num_servers ? num_servers : 1, conn;
 
 	/* The receive pool grows with sessions (verbs_server.c), in chunks. */
 	if (slots < VERBS_POOL_MIN_SLOTS)
@@ -17,10 +26,19 @@ static void verbs_query(uint32_t num_clients, struct rdps_transport_info *out)
 	if (slots > VERBS_POOL_MAX_SLOTS)
 		slots = VERBS_POOL_MAX_SLOTS;
 	slots = (slots + VERBS_POOL_CHUNK - 1) / VERBS_POOL_CHUNK * VERBS_POOL_CHUNK;
+	/* A connection's share of its client's budget (verbs_client.c
+	 * conn_buffers): READ targets and push buffers. The PD and CQ are the
+	 * client's, one for all its servers; each server is a queue pair. */
+	conn = RDPS_ALIGN_UP(clamp_size(VERBS_BOUNCE / servers, VERBS_BOUNCE_MIN, VERBS_BOUNCE),
+			     4096) +
+	       clamp_size(VERBS_SEND_BUDGET / servers, VERBS_SEND_SLOTS_MIN, VERBS_SEND_SLOTS) *
+		       (size_t)VERBS_MSG_SIZE;
 	*out = (struct rdps_transport_info){
 		.push_msg_bytes = VERBS_MSG_SIZE,
 		.server_pinned_bytes = slots * VERBS_MSG_SIZE,
-		.conn_pinned_bytes = VERBS_BOUNCE + (size_t)VERBS_SEND_SLOTS * VERBS_MSG_SIZE,
+		.conn_pinned_bytes = conn,
+		.client_pinned_bytes = conn * servers,
+		.client_endpoints = (uint32_t)servers,
 		.one_sided_pulls = true,
 		.pins_tables = true,
 	};

@@ -36,14 +36,25 @@
 
 #include "rdps/auth.h"
 #include "rdps/transport.h"
+#include "retire.h"
 
 #define VERBS_MSG_SIZE (64u << 10)     /* one push message / receive slot */
-#define VERBS_CLIENT_RECVS 128         /* credit/ack receives a client keeps posted */
-#define VERBS_SQ_DEPTH 512             /* client send queue */
-#define VERBS_SEND_SLOTS 16            /* client push buffers */
-#define VERBS_BOUNCE (8u << 20)        /* client READ target */
+/* Credit/ack receives a client keeps posted per connection: the server
+ * has at most VERBS_SRV_SQ_DEPTH sends out to it, and each receive is
+ * posted again as it completes. */
+#define VERBS_CLIENT_RECVS (2 * VERBS_SRV_SQ_DEPTH)
+#define VERBS_SQ_DEPTH 512             /* client send queue, at most ... */
+#define VERBS_SQ_DEPTH_MIN 64          /* ... and at least (a shared CQ's share) */
+#define VERBS_SEND_SLOTS 16            /* client push buffers per connection, at most ... */
+#define VERBS_SEND_SLOTS_MIN 4         /* ... and at least */
+#define VERBS_SEND_BUDGET 64           /* ... VERBS_SEND_BUDGET / servers between them */
+#define VERBS_BOUNCE (8u << 20)        /* READ targets of a client (all its servers') ... */
+#define VERBS_BOUNCE_MIN (128u << 10)  /* ... a connection's share, at least */
 #define VERBS_READS_PER_POST 256       /* work requests per post list */
 #define VERBS_READ_RING VERBS_SQ_DEPTH /* READs outstanding, at most */
+#define VERBS_REREAD_FALLBACK 16       /* re-reads of a torn row before a two-sided read */
+#define VERBS_REREAD_QUEUE 256         /* torn rows waiting for their re-read */
+#define VERBS_GROUP_CONNS 65535        /* connections of one client, at most */
 /* Every work request whose sequence number is a multiple of this is
  * signaled (and the last of each READ list, and every flush): a completion
  * frees the queue entries up to it, so a full send queue always holds a
@@ -51,7 +62,6 @@
  * before the buffer is wanted again (<= push buffers). */
 #define VERBS_SIGNAL_EVERY 16
 #define VERBS_MAX_RUN_ROWS 1024        /* rows per coalesced READ */
-#define VERBS_MAX_REREADS 10000        /* per torn row before giving up */
 #define VERBS_INITIATOR_DEPTH 16       /* READs in flight per QP */
 #define VERBS_CM_MAGIC 0x32504452u     /* "RDP2": the session-bound request */
 #define VERBS_QP_MAC_LEN 16            /* truncated HMAC proving the secret */
@@ -62,8 +72,9 @@
 #define VERBS_RNR_RETRY 6
 #define VERBS_RETRY 7                  /* transport retries (7 is finite) */
 
-_Static_assert(VERBS_SIGNAL_EVERY <= VERBS_SQ_DEPTH && VERBS_SIGNAL_EVERY <= VERBS_SEND_SLOTS,
-	       "a wait for send queue room or a push buffer must have a signaled request to wait on");
+_Static_assert(VERBS_SIGNAL_EVERY <= VERBS_SQ_DEPTH_MIN && VERBS_SIGNAL_EVERY <= VERBS_SEND_SLOTS,
+	       "a wait for send queue room or a push buffer must have a signaled request to wait on "
+	       "(a connection with fewer push buffers signals as often as it has them)");
 
 /* Server side. */
 #define VERBS_POOL_CHUNK 64            /* slots per registered chunk (4 MiB) */
@@ -116,7 +127,10 @@ struct verbs_cm_rep {
 /*
  * wr_id of every work request: its kind in the top byte, the rest per kind.
  * Completions are classified by wr_id only: a failed completion's opcode is
- * undefined (ibv_poll_cq(3); mlx5 does not write it).
+ * undefined (ibv_poll_cq(3); mlx5 does not write it). A client's carry the
+ * connection's index in its group (16 bits) and a sequence number's low
+ * 40 bits (the completion's qp_num says whether the connection at that
+ * index is still the one).
  */
 enum {
 	WR_READ = 1,     /* client: seq */
@@ -128,10 +142,16 @@ enum {
 #define WR_ID(kind, seq) (((uint64_t)(kind) << 56) | ((seq) & ((1ull << 56) - 1)))
 #define WR_KIND(id) ((int)((id) >> 56))
 #define WR_SEQ(id) ((id) & ((1ull << 56) - 1))
+#define WR_CID(kind, conn, seq) WR_ID(kind, ((uint64_t)(conn) << 40) | ((seq) & ((1ull << 40) - 1)))
+#define WR_CONN(id) ((uint32_t)(WR_SEQ(id) >> 40))
+#define WR_CSEQ(id) (WR_SEQ(id) & ((1ull << 40) - 1))
 
 /* ---------------------------------------------------------------------- */
 /* verbs_cm.c                                                             */
 
+/* Fork support for registered memory where the kernel needs it (before
+ * 5.13: ibv_fork_init), once, before the first registration. */
+void verbs_fork_init(void);
 /* Advice for a failed registration (the memory-lock limit), or "". */
 const char *verbs_memlock_hint(int err);
 int verbs_set_nonblock(int fd);
@@ -154,23 +174,66 @@ int verbs_cm_bind(const char *host, uint16_t port, struct rdma_event_channel **c
 		  struct rdma_cm_id **id, void *ctx, char *err, size_t errlen);
 /* The RDMA device that serves the route to host, by name. */
 int verbs_route_device(const char *host, uint16_t port, char *name, size_t namelen);
+/* The type of service of rdps' RDMA connections: RDPS_TOS (rdps --tos),
+ * 0-255, or -1 (the device's default). On a RoCE fabric with PFC the
+ * traffic class it maps to must be the lossless one. */
+int verbs_tos(void);
+/* Sets it on id (rdma_set_option(RDMA_OPTION_ID_TOS)), if one is set:
+ * before the route is resolved, or on a listener. 0 or -errno. */
+int verbs_set_tos(struct rdma_cm_id *id);
+/* The listener's backlog: the kernel's maximum (rdma_ucm's max_backlog,
+ * else somaxconn), not 128, so many clients may connect at once. */
+int verbs_listen_backlog(void);
 
 /* ---------------------------------------------------------------------- */
-/* verbs_client.c                                                         */
+/* verbs_group.c and verbs_client.c                                       */
 
-struct verbs_read {         /* one posted READ, in the ring */
+struct verbs_read {         /* one posted READ, in a connection's ring */
 	uint64_t seq;           /* its work request */
 	uint64_t bend;          /* bounce ring position past its rows */
 	uint32_t pull;          /* index in pend[] */
 	uint32_t row;           /* first row of the run in that pull */
 	uint32_t nrows;
 	uint32_t boff;          /* offset in the bounce buffer */
+	uint32_t checked;       /* rows checked and copied out (or queued again) */
+	uint16_t tries;         /* a re-read: the row's reads so far */
 };
 
 struct verbs_pull {
 	uint32_t table, n, next; /* rows [0, next) are posted or done */
 	const uint64_t *ids;
 	float *out;
+	uint64_t row_key;        /* rdps_row_table_key of the table: rows' tags */
+	int err;                 /* the pull failed (the connection lives): -errno */
+};
+
+struct verbs_reread {       /* a torn row waiting for its next read */
+	uint32_t pull, row;
+	uint16_t tries;
+};
+
+struct verbs_conn;
+
+/*
+ * What a client's connections on one RDMA device share: the protection
+ * domain and one completion queue (sized for every connection the client
+ * will make, as far as the device allows: each connection's queues are cut
+ * to its share). Per rdps_client (params' shared), one thread's; a
+ * connection on another device has a group of its own.
+ */
+struct verbs_group {
+	void **home;                  /* the client's slot that holds it, or NULL */
+	struct ibv_context *ctx;      /* its device (rdma_cm's) */
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *cc;  /* to sleep on the CQ (NULL: spin only) */
+	bool cq_armed;                /* an event is asked for and not yet read */
+	uint64_t sleeps;              /* waits that slept on cc */
+	uint32_t cqe;                 /* the CQ's entries */
+	uint32_t servers;             /* connections it was sized for */
+	struct verbs_conn **conns;    /* by index, NULL where free */
+	uint32_t nconns;              /* indexes in use are below this */
+	uint32_t live;
 };
 
 /*
@@ -183,25 +246,30 @@ struct verbs_pull {
  */
 struct verbs_conn {
 	struct rdps_conn base;
-	struct rdps_conn *ctl;        /* tcp connection: handshake and control */
+	struct rdps_conn *ctl;        /* tcp connection: handshake, control, and
+				       * the two-sided read of a row torn too often */
+	struct verbs_group *g;        /* PD and CQ, shared with the client's others */
+	uint32_t index;               /* in g->conns: in wr_ids */
+	uint32_t qp_num;              /* its completions' */
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	char *bounce;                 /* VERBS_BOUNCE bytes, a ring of READ targets */
+	char *bounce;                 /* bounce_size bytes, a ring of READ targets */
 	struct ibv_mr *bounce_mr;
-	char *sendbuf;                /* VERBS_SEND_SLOTS push buffers */
+	size_t bounce_size;
+	char *sendbuf;                /* nslots push buffers */
 	struct ibv_mr *send_mr;
+	uint32_t nslots;
 	uint32_t max_inline;
 	int timeout_ms;
 	int consistency;
 	bool broken;
-	uint32_t sq_depth;            /* VERBS_SQ_DEPTH (a model may shrink it) */
-	uint32_t signal_every;        /* VERBS_SIGNAL_EVERY (a test's control breaks it) */
+	uint32_t sq_depth;            /* its share of the CQ, VERBS_SQ_DEPTH at most */
+	uint32_t signal_every;        /* VERBS_SIGNAL_EVERY, or fewer push buffers
+				       * (a test's control breaks it) */
 	uint64_t sq_posted, sq_done;  /* sequence numbers of work requests */
 	uint64_t wait_seq;            /* what seq_done() waits for */
 	uint64_t slot_seq[VERBS_SEND_SLOTS]; /* SEND occupying each slot */
-	uint64_t sends;                      /* SENDs posted (slot = sends % SLOTS) */
+	uint64_t sends;                      /* SENDs posted (slot = sends % nslots) */
 	uint32_t credits;
 	uint64_t flush_acks;          /* flush acknowledgements received */
 	uint64_t flush_want;          /* ... expected once the last flush is done */
@@ -213,11 +281,36 @@ struct verbs_conn {
 	struct verbs_read reads[VERBS_READ_RING];
 	uint64_t rd_head, rd_tail;    /* READs harvested, posted */
 	uint64_t b_head, b_tail;      /* bounce ring positions freed, allocated */
+	struct verbs_reread rq[VERBS_REREAD_QUEUE]; /* torn rows to read again */
+	uint32_t rq_head, rq_tail;
+	uint64_t fallbacks;           /* torn rows read two-sided */
 	struct ibv_send_wr wrs[VERBS_READS_PER_POST];
 	struct ibv_sge sges[VERBS_READS_PER_POST];
 	struct ibv_send_wr swrs[VERBS_SEND_SLOTS]; /* a list of push SENDs */
 	struct ibv_sge ssges[VERBS_SEND_SLOTS];
 };
+
+/* verbs_group.c */
+/* The group the connection joins on its id's device (params' shared one
+ * if it is on that device, else a new one): the PD and CQ its QP uses. */
+int verbs_group_join(struct verbs_conn *vc, const struct rdps_conn_params *p, char *err,
+		     size_t errlen);
+/* Leaves it (its QP is destroyed: no completion of it comes any more);
+ * the group goes with its last connection. */
+void verbs_group_leave(struct verbs_conn *vc);
+/* Polls the group's CQ once, handing each completion to its connection;
+ * returns completions polled, or -errno if vc's connection failed. */
+int verbs_group_poll(struct verbs_conn *vc);
+/* Sleeps on the group's CQ until a completion may be there, ctl_fd (the
+ * control connection, or -1) is readable (*ctl_readable) or ms pass. Arms
+ * the CQ first and polls once more (a completion before the arm raises no
+ * event): returns the completions that found, as verbs_group_poll, or 0
+ * after the sleep. Without a completion channel it only yields. */
+int verbs_group_sleep(struct verbs_conn *vc, int ctl_fd, int ms, bool *ctl_readable);
+/* Handles one completion of vc (verbs_client.c). 0 or -errno. */
+int verbs_conn_wc(struct verbs_conn *vc, const struct ibv_wc *wc);
+/* Marks the connection broken with a reason; returns ret. */
+int verbs_conn_fail(struct verbs_conn *vc, int ret, const char *fmt, const char *detail);
 
 int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out, char *err,
 		  size_t errlen);
@@ -326,6 +419,7 @@ struct verbs_session {
 	int state;                 /* SS_* */
 	uint32_t client_id, num_clients;
 	uint64_t token;            /* its control connection's session token */
+	uint64_t seq;              /* sessions in the order they began (retired regions) */
 	char peer[64];
 	struct verbs_credits cr;
 	uint32_t failed;           /* push messages refused since the last flush */
@@ -335,6 +429,19 @@ struct verbs_session {
 	uint64_t drain_deadline;
 	bool close_control;        /* its control connection is to be closed (thread 0) */
 	struct verbs_session *next_dead; /* on w->dead once reaped */
+	/* On the worker's queues (verbs_srv_cq.c): below its share of credits
+	 * (VERBS_Q_GRANT), with credits or acknowledgements to send
+	 * (VERBS_Q_SEND). */
+	struct verbs_session *q_next[2], *q_prev[2];
+	bool queued[2];
+};
+
+enum { VERBS_Q_GRANT = 0, VERBS_Q_SEND = 1 };
+
+/* A FIFO of sessions, linked through the sessions. */
+struct verbs_squeue {
+	struct verbs_session *head, *tail;
+	uint32_t len;
 };
 
 struct verbs_worker {
@@ -350,9 +457,24 @@ struct verbs_worker {
 	uint32_t hw;                   /* indexes in use are below this */
 	uint32_t live;                 /* sessions not closing (they hold credits) */
 	uint32_t closing;
-	uint32_t regrant_from;         /* round robin over sessions */
+	uint32_t sharers;              /* verbs_srv_sharers(), kept as sessions come and go */
+	/* Sessions by QP number (open addressing, linear probing): a receive
+	 * completion names its QP, and a scan of every session per completion
+	 * grew with the job. */
+	struct verbs_session **qp_hash;
+	uint32_t qp_hash_mask;
+	uint64_t qp_lookups, qp_probes; /* for the tests: probes per lookup */
+	/* Sessions that need the regrant's attention, in the order they came
+	 * to need it (round robin without walking every session per batch). */
+	struct verbs_squeue q[2];
+	uint64_t regrant_visits;       /* sessions the regrant looked at (tests) */
 	uint64_t orphans;              /* completions of unknown queue pairs */
 	uint64_t srq_low_logged_ns;
+	bool srq_armed;                /* the SRQ limit is armed (re-armed once the pool
+					* recovered, not at every event) */
+	uint64_t srq_arms;             /* ibv_modify_srq(IBV_SRQ_LIMIT) calls */
+	bool cq_armed;                 /* the CQ is armed for an event (only before a sleep) */
+	uint64_t cq_arms;              /* ibv_req_notify_cq calls */
 	bool grow_failed_logged;
 	struct verbs_session *dead;    /* reaped, for thread 0 to destroy */
 	/* for stats and the listener's choice, read without the lock */
@@ -375,6 +497,8 @@ struct verbs_server {
 	int ctl_close_pending;         /* a session asks for close_control (atomic) */
 	int fatal;                     /* a device or queue error: progress fails (atomic) */
 	uint64_t busy_poll_ns;         /* spin on a CQ this long before sleeping */
+	uint64_t next_seq;             /* the next session's number (thread 0) */
+	struct rdps_retire_list retired; /* dropped tables' regions (retire.h; thread 0) */
 };
 
 /* Starts the teardown of a session (under w->lock); its control
@@ -384,8 +508,25 @@ void verbs_session_close(struct verbs_worker *w, struct verbs_session *ss, const
 			 bool close_control);
 /* Sessions the worker's pool is shared by: those connected, or its part
  * of the largest job size they declared if more (every client of the job
- * will come, and the listener spreads them evenly). */
+ * will come, and the listener spreads them evenly). Kept in w->sharers:
+ * verbs_srv_sharers_update() recounts it when a session comes or goes. */
 uint32_t verbs_srv_sharers(const struct verbs_worker *w);
+void verbs_srv_sharers_update(struct verbs_worker *w);
+/* The table of sessions by QP number, for max_sessions sessions (0 or
+ * -ENOMEM), and its use. */
+int verbs_qp_hash_init(struct verbs_worker *w, uint32_t max_sessions);
+void verbs_qp_hash_put(struct verbs_worker *w, struct verbs_session *ss);
+void verbs_qp_hash_del(struct verbs_worker *w, struct verbs_session *ss);
+struct verbs_session *verbs_qp_hash_get(struct verbs_worker *w, uint32_t qp_num);
+/* A session leaves the worker's queues (it is reaped). */
+void verbs_srv_unqueue(struct verbs_worker *w, struct verbs_session *ss);
+/* Arms w's CQ for an event, unless armed, and looks at it once more (a
+ * completion that came before the arm raises none). Returns true if the
+ * CQ is armed and was empty: sleeping on the channel is safe. */
+bool verbs_worker_arm(struct verbs_worker *w);
+/* Re-arms the SRQ's limit once the pool recovered (more than half of it
+ * posted again after the limit was reached). Under w->lock. */
+void verbs_srq_limit_rearm(struct verbs_worker *w);
 /* The worker's part of a job of num_clients sessions. */
 uint32_t verbs_srv_job_part(const struct verbs_worker *w, uint32_t num_clients);
 /* Enters an accepted session into w's table and gives it its first

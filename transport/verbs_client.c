@@ -23,8 +23,20 @@
  *
  * Selective signaling (verbs.h VERBS_SIGNAL_EVERY): a work request is
  * signaled if its sequence number is a multiple of signal_every, if it is
- * the last of a READ list, or if it is a flush or a re-read; every other
- * one is known done when a later signaled one completes.
+ * the last of a READ list, or if it is a flush; every other one is known
+ * done when a later signaled one completes.
+ *
+ * A torn row does not stop the harvest: it is queued and read again by a
+ * READ of its own in the same ring; one that stays torn
+ * VERBS_REREAD_FALLBACK times is read two-sided over the control
+ * connection (the server reads it under its lock). A row of a dropped
+ * table (the server retired its region: RDPS_ROW_RETIRED) fails that pull,
+ * not the connection.
+ *
+ * The connections of one client share their protection domain and
+ * completion queue (verbs_group.c), and their READ targets and push buffers
+ * are each connection's share of the client's budget (VERBS_BOUNCE,
+ * VERBS_SEND_BUDGET): what a client pins no longer grows by 9 MiB a server.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +49,7 @@
 #include <unistd.h>
 
 #include "rdps/common.h"
+#include "spin.h"
 #include "tcp.h"
 #include "verbs.h"
 #include "wire.h"
@@ -46,25 +59,28 @@ static inline struct verbs_conn *to_verbs_conn(struct rdps_conn *c)
 	return container_of(c, struct verbs_conn, base);
 }
 
-static int vc_fail(struct verbs_conn *vc, int ret, const char *fmt, const char *detail)
-{
-	char what[400];
-
-	vc->broken = true;
-	snprintf(what, sizeof(what), fmt, detail);
-	snprintf(vc->base.errmsg, sizeof(vc->base.errmsg), "%s: %s", vc->base.peer, what);
-	return ret;
-}
+#define vc_fail verbs_conn_fail
 
 static int post_recv(struct verbs_conn *vc, uint64_t seq)
 {
-	struct ibv_recv_wr wr = { .wr_id = WR_ID(WR_RECV, seq) }, *bad;
+	struct ibv_recv_wr wr = { .wr_id = WR_CID(WR_RECV, vc->index, seq) }, *bad;
 
 	return -ibv_post_recv(vc->id->qp, &wr, &bad);
 }
 
-/* Handles one completion. Returns 0 or -errno (connection broken). */
-static int handle_wc(struct verbs_conn *vc, const struct ibv_wc *wc)
+/* A pull fails (its table was dropped, the server refused a row): the
+ * others and the connection go on; pull_wait returns the first error. */
+static void pull_fail(struct verbs_conn *vc, struct verbs_pull *pl, int err, const char *why)
+{
+	if (pl->err)
+		return;
+	pl->err = err;
+	snprintf(vc->base.errmsg, sizeof(vc->base.errmsg), "%s: %s", vc->base.peer, why);
+}
+
+/* Handles one completion of the connection (the group hands it over).
+ * Returns 0 or -errno (connection broken). */
+int verbs_conn_wc(struct verbs_conn *vc, const struct ibv_wc *wc)
 {
 	int kind = WR_KIND(wc->wr_id);
 
@@ -83,11 +99,16 @@ static int handle_wc(struct verbs_conn *vc, const struct ibv_wc *wc)
 	}
 	switch (kind) {
 	case WR_READ:
-	case WR_SEND:
+	case WR_SEND: {
+		/* The sequence number's low 40 bits: it is at most sq_posted. */
+		uint64_t seq = vc->sq_posted - ((vc->sq_posted - WR_CSEQ(wc->wr_id)) &
+						((1ull << 40) - 1));
+
 		/* RC completes in order: everything up to this one is done. */
-		if (WR_SEQ(wc->wr_id) > vc->sq_done)
-			vc->sq_done = WR_SEQ(wc->wr_id);
+		if (seq > vc->sq_done)
+			vc->sq_done = seq;
 		break;
+	}
 	case WR_RECV: {
 		uint32_t imm = ntohl(wc->imm_data);
 
@@ -98,7 +119,7 @@ static int handle_wc(struct verbs_conn *vc, const struct ibv_wc *wc)
 			vc->flush_acks++;
 			vc->flush_failed += IMM_FAILED(imm);
 		}
-		if (post_recv(vc, WR_SEQ(wc->wr_id)))
+		if (post_recv(vc, WR_CSEQ(wc->wr_id)))
 			return vc_fail(vc, -EIO, "%s", "cannot re-post a receive");
 		break;
 	}
@@ -108,48 +129,69 @@ static int handle_wc(struct verbs_conn *vc, const struct ibv_wc *wc)
 	return 0;
 }
 
-/* Polls completions until done(vc) or the timeout; what names the wait. */
+static int ctl_closed_fail(struct verbs_conn *vc, const char *what)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why),
+		 "the server closed its control connection (it died?) while waiting for %s", what);
+	return vc_fail(vc, -ECONNRESET, "%s", why);
+}
+
+/* Polls completions until done(vc) or the timeout; what names the wait.
+ * Spins while completions come and for a while after the last (latency),
+ * then sleeps on the CQ's completion channel: threads that spin for good
+ * starve whatever shares their cores, servers included. */
 static int poll_until(struct verbs_conn *vc, bool (*done)(struct verbs_conn *),
 		      const char *what)
 {
 	uint64_t deadline = rdps_now_ns() + (uint64_t)vc->timeout_ms * 1000000ull;
-	struct ibv_wc wc[32];
+	uint64_t spin = rdps_client_spin_ns(), idle_since = 0;
 	unsigned idle = 0;
 
 	while (!done(vc)) {
-		int n = ibv_poll_cq(vc->cq, 32, wc);
+		int n = verbs_group_poll(vc), ctl;
+		uint64_t now;
+		bool readable;
 
 		if (n < 0)
-			return vc_fail(vc, -EIO, "%s", "polling the completion queue failed");
-		for (int i = 0; i < n; i++) {
-			int ret = handle_wc(vc, &wc[i]);
-
-			if (ret)
-				return ret;
-		}
-		if (n)
+			return n;
+		if (n) {
+			idle = 0;
 			continue;
-		/* Spin for latency; look at the clock only now and then. */
-		if (++idle % 4096 == 0) {
+		}
+		/* Look at the clock only now and then. */
+		if (++idle % 64)
+			continue;
+		now = rdps_now_ns();
+		if (idle == 64)
+			idle_since = now;
+		ctl = rdps_tcp_conn_fd(vc->ctl);
+		if (now >= deadline) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "timed out after %d ms waiting for %s",
+				 vc->timeout_ms, what);
+			return vc_fail(vc, -ETIMEDOUT, "%s", why);
+		}
+		if (now - idle_since >= spin) {
+			uint64_t left_ms = (deadline - now) / 1000000ull + 1;
+			int ms = left_ms < RDPS_CLIENT_SLEEP_MS ? (int)left_ms : RDPS_CLIENT_SLEEP_MS;
+
 			/* Outside a control call the server never writes to the
 			 * control connection: readable means closed, i.e. dead. */
-			struct pollfd pfd = { .fd = rdps_tcp_conn_fd(vc->ctl), .events = POLLIN };
+			n = verbs_group_sleep(vc, ctl, ms, &readable);
+			if (n < 0)
+				return n;
+			if (readable)
+				return ctl_closed_fail(vc, what);
+			if (n)
+				idle = 0;
+		} else if (idle % 4096 == 0) {
+			struct pollfd pfd = { .fd = ctl, .events = POLLIN };
 
-			if (poll(&pfd, 1, 0) > 0) {
-				char why[160];
-
-				snprintf(why, sizeof(why),
-					 "the server closed its control connection (it died?) while waiting for %s",
-					 what);
-				return vc_fail(vc, -ECONNRESET, "%s", why);
-			}
-			if (rdps_now_ns() >= deadline) {
-				char why[160];
-
-				snprintf(why, sizeof(why), "timed out after %d ms waiting for %s",
-					 vc->timeout_ms, what);
-				return vc_fail(vc, -ETIMEDOUT, "%s", why);
-			}
+			if (poll(&pfd, 1, 0) > 0)
+				return ctl_closed_fail(vc, what);
 			sched_yield();
 		}
 	}
@@ -197,11 +239,57 @@ static bool rows_to_post(const struct verbs_conn *vc)
 	return vc->pcur < vc->npend;
 }
 
+/* Room in the bounce ring for a READ of len bytes: its position, or
+ * UINT64_MAX. */
+static uint64_t bounce_take(struct verbs_conn *vc, uint64_t len)
+{
+	uint64_t pos = vc->b_tail;
+
+	/* Rows of a READ are contiguous: skip the ring's tail if short. */
+	if (pos % vc->bounce_size + len > vc->bounce_size)
+		pos += vc->bounce_size - pos % vc->bounce_size;
+	if (pos + len - vc->b_head > vc->bounce_size)
+		return UINT64_MAX;
+	return pos;
+}
+
+/* Work request nwr of the list: a READ of rows [row, row + nrows) of pull p
+ * into the bounce ring at pos, and its ring entry. */
+static void read_prepare(struct verbs_conn *vc, uint32_t nwr, uint32_t p, uint32_t row,
+			 uint32_t nrows, uint64_t pos, uint16_t tries)
+{
+	const struct verbs_pull *pl = &vc->pend[p];
+	const struct rdps_table_desc *t = &vc->base.tables[pl->table];
+	uint64_t seq = vc->sq_posted + nwr + 1;
+	uint32_t off = (uint32_t)(pos % vc->bounce_size);
+
+	vc->sges[nwr] = (struct ibv_sge){
+		.addr = (uintptr_t)(vc->bounce + off),
+		.length = (uint32_t)(nrows * t->stride),
+		.lkey = vc->bounce_mr->lkey,
+	};
+	vc->wrs[nwr] = (struct ibv_send_wr){
+		.wr_id = WR_CID(WR_READ, vc->index, seq),
+		.next = &vc->wrs[nwr + 1],
+		.sg_list = &vc->sges[nwr],
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ,
+		.send_flags = sq_signal(vc, seq),
+		.wr.rdma.remote_addr = t->remote_addr + (pl->ids[row] - t->lo) * t->stride,
+		.wr.rdma.rkey = (uint32_t)t->rkey,
+	};
+	vc->reads[vc->rd_tail % VERBS_READ_RING] = (struct verbs_read){
+		.seq = seq, .bend = pos + (uint64_t)nrows * t->stride, .pull = p, .row = row,
+		.nrows = nrows, .boff = off, .tries = tries };
+	vc->rd_tail++;
+	vc->b_tail = pos + (uint64_t)nrows * t->stride;
+}
+
 /*
- * Posts READs for pending pulls as far as the send queue, the read ring
- * and the bounce buffer have room, in one list whose last request is
- * signaled (so the oldest READ in flight always has a signaled one at or
- * after it to wait for).
+ * Posts READs as far as the send queue, the read ring and the bounce buffer
+ * have room, in one list whose last request is signaled (so the oldest READ
+ * in flight always has a signaled one at or after it to wait for): first
+ * the torn rows waiting to be read again, then the pending pulls' rows.
  */
 static int issue_reads(struct verbs_conn *vc)
 {
@@ -213,48 +301,45 @@ static int issue_reads(struct verbs_conn *vc)
 		max = VERBS_READS_PER_POST;
 	if (max > VERBS_READ_RING - (vc->rd_tail - vc->rd_head))
 		max = (uint32_t)(VERBS_READ_RING - (vc->rd_tail - vc->rd_head));
+	while (nwr < max && vc->rq_head != vc->rq_tail) {
+		const struct verbs_reread *q = &vc->rq[vc->rq_head % VERBS_REREAD_QUEUE];
+		const struct verbs_pull *pl = &vc->pend[q->pull];
+		uint64_t pos;
+
+		if (pl->err) {
+			vc->rq_head++; /* its pull failed already */
+			continue;
+		}
+		pos = bounce_take(vc, vc->base.tables[pl->table].stride);
+		if (pos == UINT64_MAX)
+			break;
+		read_prepare(vc, nwr++, q->pull, q->row, 1, pos, q->tries);
+		vc->rq_head++;
+	}
 	while (nwr < max && rows_to_post(vc)) {
 		struct verbs_pull *pl = &vc->pend[vc->pcur];
-		const struct rdps_table_desc *t = &vc->base.tables[pl->table];
-		uint64_t stride = t->stride, pos = vc->b_tail, seq = vc->sq_posted + nwr + 1;
+		uint64_t stride = vc->base.tables[pl->table].stride, pos;
 		uint32_t i = pl->next, run = 1, off;
 
 		if (pl->next == pl->n) {
 			vc->pcur++;
 			continue;
 		}
-		/* Rows of a READ are contiguous: skip the ring's tail if short. */
-		if (pos % VERBS_BOUNCE + stride > VERBS_BOUNCE)
-			pos += VERBS_BOUNCE - pos % VERBS_BOUNCE;
-		if (pos + stride - vc->b_head > VERBS_BOUNCE)
+		if (pl->err) {
+			pl->next = pl->n; /* failed: its other rows are not read */
+			continue;
+		}
+		pos = bounce_take(vc, stride);
+		if (pos == UINT64_MAX)
 			break; /* the bounce buffer is full: wait for completions */
-		off = (uint32_t)(pos % VERBS_BOUNCE);
+		off = (uint32_t)(pos % vc->bounce_size);
 		while (i + run < pl->n && run < VERBS_MAX_RUN_ROWS &&
 		       pl->ids[i + run] == pl->ids[i + run - 1] + 1 &&
-		       off + (run + 1) * stride <= VERBS_BOUNCE &&
-		       pos + (run + 1) * stride - vc->b_head <= VERBS_BOUNCE)
+		       off + (run + 1) * stride <= vc->bounce_size &&
+		       pos + (run + 1) * stride - vc->b_head <= vc->bounce_size)
 			run++;
-		vc->sges[nwr] = (struct ibv_sge){
-			.addr = (uintptr_t)(vc->bounce + off),
-			.length = (uint32_t)(run * stride),
-			.lkey = vc->bounce_mr->lkey,
-		};
-		vc->wrs[nwr] = (struct ibv_send_wr){
-			.wr_id = WR_ID(WR_READ, seq),
-			.next = &vc->wrs[nwr + 1],
-			.sg_list = &vc->sges[nwr],
-			.num_sge = 1,
-			.opcode = IBV_WR_RDMA_READ,
-			.send_flags = sq_signal(vc, seq),
-			.wr.rdma.remote_addr = t->remote_addr + (pl->ids[i] - t->lo) * stride,
-			.wr.rdma.rkey = t->rkey,
-		};
-		vc->reads[vc->rd_tail % VERBS_READ_RING] =
-			(struct verbs_read){ seq, pos + run * stride, vc->pcur, i, run, off };
-		vc->rd_tail++;
-		vc->b_tail = pos + run * stride;
+		read_prepare(vc, nwr++, vc->pcur, i, run, pos, 0);
 		pl->next += run;
-		nwr++;
 	}
 	if (!nwr)
 		return 0;
@@ -262,58 +347,74 @@ static int issue_reads(struct verbs_conn *vc)
 	return sq_post(vc, vc->wrs, nwr, "posting RDMA READs failed: %s");
 }
 
-/* Reads one row again, synchronously, into the bounce buffer at boff (its
- * READ's space, not yet freed). */
-static int reread_row(struct verbs_conn *vc, const struct rdps_table_desc *t,
-		      uint64_t id, uint32_t boff)
+/* A row torn VERBS_REREAD_FALLBACK times (a row updated all the time):
+ * read two-sided over the control connection, where the server reads it
+ * under its lock. A refusal (the table is gone) fails the pull. */
+static int read_two_sided(struct verbs_conn *vc, struct verbs_pull *pl, uint32_t r)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)(vc->bounce + boff), .length = t->stride,
-			       .lkey = vc->bounce_mr->lkey };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
-				  .send_flags = IBV_SEND_SIGNALED };
+	struct rdps_conn *ctl = vc->ctl;
 	int ret;
 
-	if (!sq_has_room(vc) &&
-	    (ret = poll_until(vc, sq_has_room, "room in the send queue for a re-read")))
-		return ret;
-	wr.wr_id = WR_ID(WR_READ, vc->sq_posted + 1);
-	wr.wr.rdma.remote_addr = t->remote_addr + (id - t->lo) * t->stride;
-	wr.wr.rdma.rkey = t->rkey;
-	if ((ret = sq_post(vc, &wr, 1, "posting an RDMA READ failed: %s")))
-		return ret;
-	vc->wait_seq = vc->sq_posted;
-	return poll_until(vc, seq_done, "a re-read row");
+	vc->fallbacks++;
+	ctl->tables[pl->table] = vc->base.tables[pl->table];
+	if (pl->table >= ctl->num_tables)
+		ctl->num_tables = pl->table + 1;
+	ret = ctl->ops->pull_post(ctl, pl->table, pl->ids + r, 1,
+				  pl->out + (size_t)r * vc->base.tables[pl->table].dim);
+	if (!ret)
+		ret = ctl->ops->pull_wait(ctl);
+	if (!ret)
+		return 0;
+	if (ret == -ECONNRESET || ret == -ETIMEDOUT || ret == -ENOTCONN || ret == -EPIPE)
+		return vc_fail(vc, ret, "%s", ctl->errmsg);
+	pull_fail(vc, pl, ret, ctl->errmsg);
+	return 0;
 }
 
-/* Validates and copies out the rows of the READs known done, oldest first,
- * and frees their bounce space. */
+/* Checks and copies out the rows of the READs known done, oldest first,
+ * and frees their bounce space; a torn row is queued to be read again (if
+ * the queue is full, the harvest stops at it until the queue drains). */
 static int harvest_reads(struct verbs_conn *vc)
 {
 	for (; vc->rd_head < vc->rd_tail; vc->rd_head++) {
-		const struct verbs_read *rd = &vc->reads[vc->rd_head % VERBS_READ_RING];
+		struct verbs_read *rd = &vc->reads[vc->rd_head % VERBS_READ_RING];
 		struct verbs_pull *pl = &vc->pend[rd->pull];
 		const struct rdps_table_desc *t = &vc->base.tables[pl->table];
 
 		if (rd->seq > vc->sq_done)
 			break;
-		for (uint32_t k = 0; k < rd->nrows; k++) {
-			uint32_t boff = rd->boff + k * t->stride;
-			const char *row = vc->bounce + boff;
-			uint32_t tries = 0;
+		for (; rd->checked < rd->nrows; rd->checked++) {
+			uint32_t r = rd->row + rd->checked;
+			const char *row = vc->bounce + rd->boff + (size_t)rd->checked * t->stride;
 
-			while (vc->consistency == RDPS_READ_VALIDATED && !rdps_row_valid(row, t->dim)) {
+			if (pl->err)
+				break;
+			if (rdps_row_retired(row)) {
+				char why[160];
+
+				snprintf(why, sizeof(why), "table '%s' was dropped (its rows are "
+					 "retired)", t->name);
+				pull_fail(vc, pl, -ENOENT, why);
+				break;
+			}
+			if (vc->consistency == RDPS_READ_VALIDATED &&
+			    !rdps_row_valid(row, t->dim, rdps_row_tag(pl->row_key, pl->ids[r]))) {
 				int ret;
 
-				if (++tries > VERBS_MAX_REREADS)
-					return vc_fail(vc, -EAGAIN,
-						       "a row stayed torn after %s re-reads", "10000");
 				vc->base.rereads++;
-				ret = reread_row(vc, t, pl->ids[rd->row + k], boff);
-				if (ret)
-					return ret;
+				if (rd->tries + 1 >= VERBS_REREAD_FALLBACK) {
+					if ((ret = read_two_sided(vc, pl, r)))
+						return ret;
+					continue;
+				}
+				if (vc->rq_tail - vc->rq_head == VERBS_REREAD_QUEUE)
+					return 0; /* resumed at this row */
+				vc->rq[vc->rq_tail++ % VERBS_REREAD_QUEUE] =
+					(struct verbs_reread){ rd->pull, r, (uint16_t)(rd->tries + 1) };
+				continue;
 			}
-			memcpy(pl->out + (size_t)(rd->row + k) * t->dim,
-			       row + RDPS_ROW_DATA_OFFSET, (size_t)t->dim * 4);
+			memcpy(pl->out + (size_t)r * t->dim, row + RDPS_ROW_DATA_OFFSET,
+			       (size_t)t->dim * 4);
 		}
 		vc->b_head = rd->bend;
 	}
@@ -327,10 +428,17 @@ int verbs_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 
 	if (vc->broken)
 		return -ENOTCONN;
-	if (table >= c->num_tables)
+	if (!vc->g)
+		return -EPERM; /* an observer: control requests only */
+	if (table >= c->num_tables || !c->tables[table].dim)
 		return -ENOENT;
 	if (vc->npend == RDPS_ARRAY_SIZE(vc->pend))
 		return -EBUSY;
+	if (c->tables[table].stride > vc->bounce_size) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "%s: table '%s' rows of dim %u are too wide "
+			 "for verbs", c->peer, c->tables[table].name, c->tables[table].dim);
+		return -EMSGSIZE;
+	}
 	for (uint32_t i = 0; i < n; i++)
 		if (ids[i] < c->tables[table].lo || ids[i] >= c->tables[table].hi) {
 			snprintf(c->errmsg, sizeof(c->errmsg),
@@ -338,7 +446,8 @@ int verbs_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 				 (unsigned long long)ids[i], c->tables[table].name);
 			return -ERANGE;
 		}
-	vc->pend[vc->npend++] = (struct verbs_pull){ table, n, 0, ids, out };
+	vc->pend[vc->npend++] = (struct verbs_pull){
+		table, n, 0, ids, out, rdps_row_table_key(table, c->tables[table].name), 0 };
 	/* Start now, so reads to several servers overlap. */
 	return issue_reads(vc);
 }
@@ -350,7 +459,7 @@ int verbs_pull_wait(struct rdps_conn *c)
 
 	while (!ret) {
 		ret = harvest_reads(vc);
-		if (!ret && rows_to_post(vc)) {
+		if (!ret && (rows_to_post(vc) || vc->rq_head != vc->rq_tail)) {
 			/* Nothing in flight of ours: wait for room (a push's
 			 * unsignaled SENDs may hold it; a signaled one follows). */
 			if (vc->rd_head == vc->rd_tail && !sq_has_room(vc))
@@ -364,16 +473,21 @@ int verbs_pull_wait(struct rdps_conn *c)
 		vc->wait_seq = vc->reads[vc->rd_head % VERBS_READ_RING].seq;
 		ret = poll_until(vc, seq_done, "RDMA READ completions");
 	}
-	if (!ret && rows_to_post(vc))
+	if (!ret && (rows_to_post(vc) || vc->rq_head != vc->rq_tail))
 		ret = vc_fail(vc, -EPROTO, "%s", "pull rows left unposted (a bug)");
+	/* A pull that failed on its own (a dropped table) says so; the
+	 * connection lives on. */
+	for (uint32_t i = 0; !ret && i < vc->npend; i++)
+		if (vc->pend[i].err)
+			ret = vc->pend[i].err;
 	vc->npend = vc->pcur = 0;
+	vc->rq_head = vc->rq_tail = 0;
 	return ret;
 }
 
 static bool have_credit_and_slot(struct verbs_conn *vc)
 {
-	return vc->credits > 0 &&
-	       vc->slot_seq[vc->sends % VERBS_SEND_SLOTS] <= vc->sq_done;
+	return vc->credits > 0 && vc->slot_seq[vc->sends % vc->nslots] <= vc->sq_done;
 }
 
 static bool can_send(struct verbs_conn *vc)
@@ -388,14 +502,14 @@ static bool can_send(struct verbs_conn *vc)
  */
 static char *send_prepare(struct verbs_conn *vc, uint32_t nwr, uint32_t len, unsigned flags)
 {
-	uint32_t slot = vc->sends % VERBS_SEND_SLOTS;
+	uint32_t slot = vc->sends % vc->nslots;
 	uint64_t seq = vc->sq_posted + nwr + 1;
 	char *buf = vc->sendbuf + (size_t)slot * VERBS_MSG_SIZE;
 
 	vc->ssges[nwr] = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len,
 					   .lkey = vc->send_mr->lkey };
 	vc->swrs[nwr] = (struct ibv_send_wr){
-		.wr_id = WR_ID(WR_SEND, seq), .next = &vc->swrs[nwr + 1],
+		.wr_id = WR_CID(WR_SEND, vc->index, seq), .next = &vc->swrs[nwr + 1],
 		.sg_list = &vc->ssges[nwr], .num_sge = 1, .opcode = IBV_WR_SEND,
 		.send_flags = sq_signal(vc, seq) | flags |
 			      (len <= vc->max_inline ? IBV_SEND_INLINE : 0) };
@@ -438,6 +552,8 @@ int verbs_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 
 	if (vc->broken)
 		return -ENOTCONN;
+	if (!vc->g)
+		return -EPERM; /* an observer: control requests only */
 	if (table >= c->num_tables)
 		return -ENOENT;
 	if (vc->npend)
@@ -454,7 +570,7 @@ int verbs_push_gather(struct rdps_conn *c, uint32_t table, const uint64_t *ids,
 			return ret;
 		/* As many messages as credits, buffers and queue room allow,
 		 * in one list. */
-		while (pos < n && nwr < VERBS_SEND_SLOTS && nwr < sq_room(vc) &&
+		while (pos < n && nwr < vc->nslots && nwr < sq_room(vc) &&
 		       have_credit_and_slot(vc)) {
 			uint32_t m = n - pos < per_msg ? n - pos : per_msg;
 			uint32_t len = sizeof(struct verbs_msg_hdr) + sizeof(struct rdps_wire_rows) +
@@ -502,6 +618,48 @@ int verbs_set(struct rdps_conn *c, uint32_t table, const uint64_t *ids, const vo
 	return ret;
 }
 
+/* A flush's first half: a SEND behind the pushes on the same queue pair;
+ * signaled, so the pushes' queue entries are known free after it. */
+static int flush_post(struct verbs_conn *vc)
+{
+	struct verbs_msg_hdr h = { .type = RDPS_REQ_FLUSH, .len = 0 };
+	int ret;
+
+	if (!vc->g)
+		return 0; /* an observer pushes nothing */
+	if (!can_send(vc) &&
+	    (ret = poll_until(vc, can_send, "server credits for a flush")))
+		return ret;
+	memcpy(send_prepare(vc, 0, sizeof(h), IBV_SEND_SIGNALED), &h, sizeof(h));
+	if ((ret = sq_post(vc, vc->swrs, 1, "posting a SEND failed: %s")))
+		return ret;
+	vc->flush_want++;
+	return 0;
+}
+
+/* ... and its second: the acknowledgement, and what the server refused. */
+static int flush_wait(struct verbs_conn *vc)
+{
+	int ret;
+
+	if (!vc->g)
+		return 0;
+	ret = poll_until(vc, flush_acked, "the flush acknowledgement");
+	if (ret)
+		return ret;
+	if (vc->flush_failed) {
+		char why[128];
+
+		snprintf(why, sizeof(why),
+			 "the server refused %u push message(s) since the last flush (see its log)",
+			 vc->flush_failed);
+		vc->flush_failed = 0;
+		snprintf(vc->base.errmsg, sizeof(vc->base.errmsg), "%s: %s", vc->base.peer, why);
+		return -EIO;
+	}
+	return 0;
+}
+
 int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_len,
 		      void *reply, size_t reply_len, int timeout_ms)
 {
@@ -519,33 +677,8 @@ int verbs_call(struct rdps_conn *c, uint32_t type, const void *req, size_t req_l
 			snprintf(c->errmsg, sizeof(c->errmsg), "%s", vc->ctl->errmsg);
 		return ret;
 	}
-	/* A flush travels behind the pushes on the same queue pair; signaled,
-	 * so the pushes' queue entries are known free after it. */
-	if (!can_send(vc) &&
-	    (ret = poll_until(vc, can_send, "server credits for a flush")))
-		return ret;
-	{
-		struct verbs_msg_hdr h = { .type = RDPS_REQ_FLUSH, .len = 0 };
-
-		memcpy(send_prepare(vc, 0, sizeof(h), IBV_SEND_SIGNALED), &h, sizeof(h));
-	}
-	if ((ret = sq_post(vc, vc->swrs, 1, "posting a SEND failed: %s")))
-		return ret;
-	vc->flush_want++;
-	ret = poll_until(vc, flush_acked, "the flush acknowledgement");
-	if (ret)
-		return ret;
-	if (vc->flush_failed) {
-		char why[128];
-
-		snprintf(why, sizeof(why),
-			 "the server refused %u push message(s) since the last flush (see its log)",
-			 vc->flush_failed);
-		vc->flush_failed = 0;
-		snprintf(c->errmsg, sizeof(c->errmsg), "%s: %s", c->peer, why);
-		return -EIO;
-	}
-	return 0;
+	ret = flush_post(vc);
+	return ret ? ret : flush_wait(vc);
 }
 
 void verbs_close(struct rdps_conn *c)
@@ -555,20 +688,16 @@ void verbs_close(struct rdps_conn *c)
 	if (!c)
 		return;
 	vc = to_verbs_conn(c);
-	if (vc->id) {
-		if (vc->id->qp) {
-			rdma_disconnect(vc->id);
-			rdma_destroy_qp(vc->id);
-		}
+	/* The QP first: after it, no READ lands in the buffers. */
+	if (vc->id && vc->id->qp) {
+		rdma_disconnect(vc->id);
+		rdma_destroy_qp(vc->id);
 	}
+	verbs_group_leave(vc);
 	if (vc->send_mr)
 		ibv_dereg_mr(vc->send_mr);
 	if (vc->bounce_mr)
 		ibv_dereg_mr(vc->bounce_mr);
-	if (vc->cq)
-		ibv_destroy_cq(vc->cq);
-	if (vc->pd)
-		ibv_dealloc_pd(vc->pd);
 	if (vc->id)
 		rdma_destroy_id(vc->id);
 	if (vc->ch)
@@ -580,6 +709,35 @@ void verbs_close(struct rdps_conn *c)
 	free(vc);
 }
 
+static size_t clamp_size(size_t v, size_t lo, size_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The connection's registered buffers, its share of the client's budget
+ * for all its servers: READ targets and push buffers. */
+static int conn_buffers(struct verbs_conn *vc, char *err, size_t errlen)
+{
+	uint32_t servers = vc->ctl->num_servers ? vc->ctl->num_servers : 1;
+	int ret;
+
+	vc->bounce_size = RDPS_ALIGN_UP(clamp_size(VERBS_BOUNCE / servers, VERBS_BOUNCE_MIN,
+						   VERBS_BOUNCE), 4096);
+	vc->nslots = (uint32_t)clamp_size(VERBS_SEND_BUDGET / servers, VERBS_SEND_SLOTS_MIN,
+					  VERBS_SEND_SLOTS);
+	/* A push buffer is wanted again after nslots SENDs: one of them
+	 * must be signaled. */
+	if (vc->signal_every > vc->nslots)
+		vc->signal_every = vc->nslots;
+	ret = verbs_alloc_registered(vc->g->pd, vc->bounce_size, IBV_ACCESS_LOCAL_WRITE,
+				     &vc->bounce, &vc->bounce_mr, err, errlen, "pull buffer");
+	if (!ret)
+		ret = verbs_alloc_registered(vc->g->pd, (size_t)vc->nslots * VERBS_MSG_SIZE, 0,
+					     &vc->sendbuf, &vc->send_mr, err, errlen,
+					     "push buffers");
+	return ret;
+}
+
 /* Creates the QP and connects it with rdma_cm. */
 static int qp_connect(struct verbs_conn *vc, const struct rdps_conn_params *p,
 		      char *err, size_t errlen)
@@ -589,8 +747,8 @@ static int qp_connect(struct verbs_conn *vc, const struct rdps_conn_params *p,
 				    vc->ctl->session, { 0 } };
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = VERBS_SQ_DEPTH, .max_recv_wr = VERBS_CLIENT_RECVS,
-			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 256 },
+		.cap = { .max_recv_wr = VERBS_CLIENT_RECVS, .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = 256 },
 	};
 	struct rdma_conn_param cp = {
 		.private_data = &req, .private_data_len = sizeof(req),
@@ -615,29 +773,26 @@ static int qp_connect(struct verbs_conn *vc, const struct rdps_conn_params *p,
 	if (!ibv_query_device(vc->id->verbs, &da) && da.max_qp_init_rd_atom > 0 &&
 	    cp.initiator_depth > da.max_qp_init_rd_atom)
 		cp.initiator_depth = (uint8_t)da.max_qp_init_rd_atom;
-	vc->pd = ibv_alloc_pd(vc->id->verbs);
-	if (!vc->pd)
-		return -errno;
-	vc->cq = ibv_create_cq(vc->id->verbs, VERBS_SQ_DEPTH + VERBS_CLIENT_RECVS, NULL, NULL, 0);
-	if (!vc->cq)
-		return -errno;
-	qa.send_cq = qa.recv_cq = vc->cq;
-	if (rdma_create_qp(vc->id, vc->pd, &qa)) {
+	/* The client's PD and CQ on this device (its share of the CQ sizes
+	 * the send queue). */
+	ret = verbs_group_join(vc, p, err, errlen);
+	if (ret)
+		return ret;
+	qa.cap.max_send_wr = vc->sq_depth;
+	qa.send_cq = qa.recv_cq = vc->g->cq;
+	if (rdma_create_qp(vc->id, vc->g->pd, &qa)) {
 		/* Some devices cannot inline: retry without. */
 		qa.cap.max_inline_data = 0;
-		if (rdma_create_qp(vc->id, vc->pd, &qa)) {
+		if (rdma_create_qp(vc->id, vc->g->pd, &qa)) {
 			ret = -errno;
 			snprintf(err, errlen, "%s: creating the queue pair failed: %s", vc->base.peer,
 				 strerror(-ret));
 			return ret;
 		}
 	}
+	vc->qp_num = vc->id->qp->qp_num;
 	vc->max_inline = qa.cap.max_inline_data;
-	ret = verbs_alloc_registered(vc->pd, VERBS_BOUNCE, IBV_ACCESS_LOCAL_WRITE, &vc->bounce,
-			       &vc->bounce_mr, err, errlen, "pull buffer");
-	if (!ret)
-		ret = verbs_alloc_registered(vc->pd, (size_t)VERBS_SEND_SLOTS * VERBS_MSG_SIZE, 0,
-				       &vc->sendbuf, &vc->send_mr, err, errlen, "push buffers");
+	ret = conn_buffers(vc, err, errlen);
 	if (ret)
 		return ret;
 	for (uint32_t i = 0; i < VERBS_CLIENT_RECVS; i++)
@@ -687,6 +842,7 @@ int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
 
 	*out = NULL;
 	err[0] = '\0';
+	verbs_fork_init();
 	vc = calloc(1, sizeof(*vc));
 	if (!vc)
 		return -ENOMEM;
@@ -717,7 +873,7 @@ int verbs_connect(const struct rdps_conn_params *p, struct rdps_conn **out,
 			ret = -EPROTO;
 			goto err_close;
 		}
-		if (d->stride > VERBS_BOUNCE || (size_t)d->dim * 4 + 8 + 16 > VERBS_MSG_SIZE) {
+		if (d->stride > VERBS_BOUNCE_MIN || (size_t)d->dim * 4 + 8 + 16 > VERBS_MSG_SIZE) {
 			snprintf(err, errlen, "%s: table '%s' rows of dim %u are too wide for verbs",
 				 vc->base.peer, d->name, d->dim);
 			ret = -EMSGSIZE;
@@ -754,7 +910,9 @@ int verbs_call_send(struct rdps_conn *c, uint32_t type, const void *req, size_t 
 
 	if (vc->broken)
 		return -ENOTCONN;
-	if (type == RDPS_REQ_FLUSH || !vc->ctl->ops->call_send)
+	if (type == RDPS_REQ_FLUSH)
+		return flush_post(vc);
+	if (!vc->ctl->ops->call_send)
 		return -EINVAL;
 	ret = vc->ctl->ops->call_send(vc->ctl, type, req, req_len, timeout_ms);
 	if (ret)
@@ -770,7 +928,9 @@ int verbs_call_recv(struct rdps_conn *c, uint32_t type, void *reply, size_t repl
 
 	if (vc->broken)
 		return -ENOTCONN;
-	if (type == RDPS_REQ_FLUSH || !vc->ctl->ops->call_recv)
+	if (type == RDPS_REQ_FLUSH)
+		return flush_wait(vc);
+	if (!vc->ctl->ops->call_recv)
 		return -EINVAL;
 	ret = vc->ctl->ops->call_recv(vc->ctl, type, reply, reply_len, timeout_ms);
 	c->reply_len = vc->ctl->reply_len;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,41 @@
 
 #include "rdps/common.h"
 #include "verbs.h"
+
+/*
+ * Registered memory and fork: before Linux 5.13 a forked child shares the
+ * parent's registered pages copy-on-write, so whichever writes first gets
+ * a new page the device never sees: the parent's pushes and READ targets
+ * go stale silently (verbs), or the provider aborts at the fork (efa).
+ * Python trainers fork DataLoader workers. libibverbs says whether fork
+ * support is needed and not on (ibv_is_fork_initialized); then it is
+ * turned on before anything is registered (ibv_fork_init: registered
+ * pages are not inherited by a child). Kernels from 5.13 copy them at
+ * fork, and nothing is needed.
+ */
+static void fork_init_once(void)
+{
+	int ret;
+
+	if (ibv_is_fork_initialized() != IBV_FORK_DISABLED)
+		return;
+	ret = ibv_fork_init();
+	if (ret)
+		rdps_warn("this kernel needs fork support for registered memory and "
+			  "ibv_fork_init failed (%s): a process that forks (DataLoader workers) "
+			  "may corrupt its RDMA buffers; set RDMAV_FORK_SAFE=1 before it starts",
+			  strerror(ret));
+	else
+		rdps_dbg("fork support for registered memory on (ibv_fork_init: kernel before "
+			 "5.13)");
+}
+
+void verbs_fork_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, fork_init_once);
+}
 
 const char *verbs_memlock_hint(int err)
 {
@@ -46,6 +82,70 @@ int verbs_cm_wait(struct rdma_event_channel *ch, uint64_t deadline, struct rdma_
 	}
 }
 
+int verbs_tos(void)
+{
+	static int tos = -2;
+	const char *env;
+	char *end;
+	long v;
+
+	if (tos != -2)
+		return tos;
+	env = getenv("RDPS_TOS");
+	tos = -1;
+	if (!env || !*env)
+		return tos;
+	v = strtol(env, &end, 0);
+	if (*end || v < 0 || v > 255) {
+		rdps_warn("RDPS_TOS=%s is not a type of service from 0 to 255; the RDMA "
+			  "connections keep the device's default", env);
+		return tos;
+	}
+	tos = (int)v;
+	return tos;
+}
+
+int verbs_set_tos(struct rdma_cm_id *id)
+{
+	int tos = verbs_tos();
+	uint8_t v;
+
+	if (tos < 0)
+		return 0;
+	v = (uint8_t)tos;
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &v, sizeof(v))) {
+		int ret = -errno;
+
+		rdps_warn("setting the RDMA connection's type of service to %d failed: %s", tos,
+			  strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+int verbs_listen_backlog(void)
+{
+	static const char *const files[] = { "/proc/sys/net/rdma_ucm/max_backlog",
+					     "/proc/sys/net/core/somaxconn" };
+
+	/* The kernel clamps a listener's backlog to rdma_ucm's max_backlog:
+	 * ask for that much (or somaxconn where it is not readable), so 256
+	 * clients connecting at once are not refused. */
+	for (size_t i = 0; i < RDPS_ARRAY_SIZE(files); i++) {
+		FILE *f = fopen(files[i], "r");
+		int v = 0;
+
+		if (!f)
+			continue;
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+		if (v > 0)
+			return v;
+	}
+	return 1024;
+}
+
 int verbs_cm_resolve(struct rdma_cm_id *id, struct rdma_event_channel *ch, const char *host,
 		     uint16_t port, int timeout_ms, char *err, size_t errlen)
 {
@@ -75,6 +175,10 @@ int verbs_cm_resolve(struct rdma_cm_id *id, struct rdma_event_channel *ch, const
 			ret = -EHOSTUNREACH;
 		}
 		rdma_ack_cm_event(ev);
+		/* The type of service shapes the route (RoCE: the traffic
+		 * class): set before resolving it. */
+		if (!ret && !step)
+			ret = verbs_set_tos(id);
 		if (!ret && !step)
 			ret = rdma_resolve_route(id, timeout_ms) ? -errno : 0;
 	}
@@ -177,6 +281,12 @@ int verbs_cm_bind(const char *host, uint16_t port, struct rdma_event_channel **c
 		snprintf(err, errlen, "%s is not the address of an RDMA device (use --transport tcp)",
 			 host);
 		return -ENODEV;
+	}
+	/* Connections made through the listener take its type of service. */
+	if ((ret = verbs_set_tos(*id))) {
+		snprintf(err, errlen, "cannot set the type of service %d (--tos) on %s: %s",
+			 verbs_tos(), host, strerror(-ret));
+		return ret;
 	}
 	return 0;
 }

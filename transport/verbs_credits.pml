@@ -23,9 +23,14 @@
  *                  regrants once per batch of completions; granting only
  *                  ever hands out free credits, so when it runs does not
  *                  change what is safe.)
- *   regrant()      verbs_srv_regrant: LIVE sessions below the share, round
- *                  robin from the one after the last served, get min(share -
- *                  promised, free_credits), owed until sent.
+ *   regrant()      verbs_srv_regrant: LIVE sessions below the share, in the
+ *                  order they came to be below it (the worker's grant queue:
+ *                  a session joins it when admitted short of its share,
+ *                  when a completion returns one of its credits, and when
+ *                  the share grows; the code visits only these, not every
+ *                  session per batch), get min(share - promised,
+ *                  free_credits), owed until sent; one that the free credits
+ *                  could not fill stays first in line.
  *   send_credits() session_send: a credit message to each LIVE session owed
  *                  at least max(1, share / 2); a flush ack carries all that
  *                  is owed.
@@ -86,6 +91,10 @@
  *   -DSHARE_BY_LIVE        the share divides S by live sessions only; with
  *                          -DBARRIER a client waits forever for credits an
  *                          idle one holds: pan reports an invalid end state.
+ *   -DNO_REQUEUE           a completion returns its session's credit but does
+ *                          not put the session back on the grant queue (the
+ *                          regrant visits only queued sessions): a client
+ *                          waits forever for credits: an invalid end state.
  *
  * Run: tests/spin/check.sh (ctest spin/verbs_credits); see tests/spin/README.md.
  */
@@ -190,7 +199,8 @@ byte promised[NC];		/* granted, not yet returned by a completion */
 byte owed[NC];			/* granted, not yet sent */
 byte applied[NC];		/* pushes applied */
 byte nlive;			/* sessions in state LIVE */
-byte rr = NC - 1;		/* last session served by regrant() */
+chan gq = [NC] of { byte };	/* the grant queue: sessions below the share, in order */
+bool gqueued[NC];		/* ... on it */
 #ifdef GRANT_BEFORE_REPOST
 byte unposted = NONE;		/* slot completed, credit granted, not re-posted yet */
 #endif
@@ -379,30 +389,55 @@ inline qp_to_error(c)
 	fi
 }
 
-/* pool_regrant: sessions below the share, round robin after the last
- * served, get min(share - promised, free_credits), owed until sent. */
+/* verbs_srv_cq.c q_push(VERBS_Q_GRANT): a LIVE session below its share
+ * joins the grant queue (once). */
+inline gq_push(c)
+{
+	if
+	:: sstate[c] == LIVE && !gqueued[c] && promised[c] < SHARE ->
+		gq!c;
+		gqueued[c] = 1
+	:: else -> skip
+	fi
+}
+
+/* The share grew (a session left it): every LIVE session may take more. */
+inline gq_push_all()
+{
+	x = 0;
+	do
+	:: x < NC -> gq_push(x); x++
+	:: else -> break
+	od;
+	x = 0
+}
+
+/* verbs_srv_regrant: the grant queue's sessions in order get min(share -
+ * promised, free_credits), owed until sent; one the free credits could not
+ * fill stays first; one no longer LIVE or below the share leaves. */
 inline regrant()
 {
-	st = rr;
-	x = 1;
 	do
-	:: x > NC -> break
-	:: else ->
-		y = (st + x) % NC;
+	:: nempty(gq) && CAN_GRANT ->
+		gq?<y>;
 		if
-		:: sstate[y] == LIVE && promised[y] < SHARE && CAN_GRANT ->
+		:: sstate[y] != LIVE || promised[y] >= SHARE ->
+			gq?y;
+			gqueued[y] = 0
+		:: else ->
 			g = GRANT(SHARE - promised[y]);
 			promised[y] = promised[y] + g;
 			owed[y] = owed[y] + g;
 			free_credits = free_credits - g;
-			rr = y;
 			printf("server: regrant %d to session %d, owed %d, free %d\n", g, y,
-			       owed[y], free_credits)
-		:: else -> skip
-		fi;
-		x++
+			       owed[y], free_credits);
+			if
+			:: promised[y] >= SHARE -> gq?y; gqueued[y] = 0
+			:: else -> skip	/* the free credits ran out: first next time */
+			fi
+		fi
+	:: else -> break
 	od;
-	x = 0;
 	y = 0;
 	g = 0
 }
@@ -442,6 +477,7 @@ inline accept(c)
 	       free_credits);
 	send_down(c, D_REPLY, g);
 	g = 0;
+	gq_push(c);
 	check()
 }
 
@@ -470,6 +506,7 @@ inline destroy(c)
 	applied[c] = 0;
 	qp_err[c] = 0;
 	sstate[c] = NOSESS;
+	gq_push_all();
 	regrant();
 	send_credits();
 	check()
@@ -481,6 +518,7 @@ inline learn(c)
 {
 	nlive--;
 	printf("server: session %d is gone\n", c);
+	gq_push_all();
 	qp_to_error(c);
 #if defined(DESTROY_BEFORE_DRAIN)
 	destroy(c)
@@ -504,6 +542,9 @@ inline poll_one()
 	assert(promised[cs] > 0);
 	promised[cs]--;
 	free_credits++;
+#ifndef NO_REQUEUE
+	gq_push(cs);
+#endif
 	if
 	:: ckind == K_PUSH -> printf("server: PUSH of session %d in slot %d\n", cs, cslot)
 	:: ckind == K_FLUSH -> printf("server: FLUSH of session %d in slot %d\n", cs, cslot)

@@ -37,6 +37,8 @@ static inline struct verbs_server *to_verbs_server(struct rdps_tserver *s)
 	return container_of(s, struct verbs_server, base);
 }
 
+static void retired_reap(struct verbs_server *vs);
+
 /* Closes the control connections that workers asked to close
  * (verbs_session_close), those of sessions still in a table and those of
  * reaped ones, and destroys the reaped sessions' queue pairs and ids. */
@@ -113,9 +115,9 @@ static void on_qp_event(struct verbs_server *vs, const struct ibv_async_event *e
 		struct verbs_session *ss = NULL;
 
 		pthread_mutex_lock(&w->lock);
-		for (uint32_t i = 0; i < w->hw && !ss; i++)
-			if (w->sessions[i] && w->sessions[i]->id->qp == ev->element.qp)
-				ss = w->sessions[i];
+		ss = verbs_qp_hash_get(w, ev->element.qp->qp_num);
+		if (ss && (!ss->id || ss->id->qp != ev->element.qp))
+			ss = NULL;
 		if (ss && ev->event_type == IBV_EVENT_QP_LAST_WQE_REACHED) {
 			/* Raised once the QP is in the error state, which we
 			 * put it in, or a failure did. */
@@ -137,7 +139,6 @@ static void on_srq_limit(struct verbs_server *vs, const struct ibv_async_event *
 {
 	for (uint32_t k = 0; k < vs->nworkers; k++) {
 		struct verbs_worker *w = &vs->workers[k];
-		struct ibv_srq_attr a;
 
 		if (w->pool.srq != ev->element.srq)
 			continue;
@@ -150,8 +151,9 @@ static void on_srq_limit(struct verbs_server *vs, const struct ibv_async_event *
 				  "pushes arrive faster than it applies them", vs->p.server_id, k,
 				  w->pool.posted, w->pool.nslots);
 		}
-		a = (struct ibv_srq_attr){ .srq_limit = w->pool.nslots / 8 };
-		ibv_modify_srq(w->pool.srq, &a, IBV_SRQ_LIMIT);
+		/* Disarmed by the event: armed again once the pool recovered
+		 * (verbs_srq_limit_rearm), not now, while it is low. */
+		w->srq_armed = false;
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
@@ -409,6 +411,7 @@ static bool session_accept(struct verbs_server *vs, struct rdma_cm_event *ev)
 	ss->client_id = req.client_id;
 	ss->num_clients = num_clients;
 	ss->token = req.session;
+	ss->seq = vs->next_seq++;
 	snprintf(ss->peer, sizeof(ss->peer), "%s (client %u, verbs)", host, req.client_id);
 	w = least_busy(vs);
 	pthread_mutex_lock(&w->lock);
@@ -514,6 +517,9 @@ static int progress_thread0(struct verbs_server *vs, int timeout_ms)
 			timeout_ms = 0;
 		}
 	}
+	/* Its CQ is armed only to sleep on it. */
+	if (timeout_ms && !verbs_worker_arm(w))
+		timeout_ms = 0;
 	if (poll(pfd, 5, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	if (pfd[0].revents) {
@@ -531,6 +537,7 @@ static int progress_thread0(struct verbs_server *vs, int timeout_ms)
 		return ret;
 	n += ret;
 	thread0_chores(vs);
+	retired_reap(vs);
 	verbs_server_stats(vs);
 	return n;
 }
@@ -599,6 +606,15 @@ int verbs_add_region(struct rdps_tserver *s, struct rdps_region *r)
 	return 0;
 }
 
+static void dereg_mr(void *mr)
+{
+	ibv_dereg_mr(mr);
+}
+
+/* The table leaves (thread 0, in a request's handling): its rows say so
+ * and its region stays registered until the sessions that may know its key
+ * are gone (retire.h), so a late READ fails that pull, not the client's
+ * connection. */
 void verbs_remove_region(struct rdps_tserver *s, uint32_t table_id)
 {
 	struct verbs_server *vs = to_verbs_server(s);
@@ -607,11 +623,41 @@ void verbs_remove_region(struct rdps_tserver *s, uint32_t table_id)
 		return;
 	__atomic_store_n(&vs->regions[table_id].desc.dim, 0, __ATOMIC_RELEASE);
 	vs->tcp->ops->remove_region(vs->tcp, table_id);
-	/* Reads of it by a client that did not let go fail on its side. */
-	if (vs->mrs[table_id]) {
-		ibv_dereg_mr(vs->mrs[table_id]);
-		vs->mrs[table_id] = NULL;
+	if (!vs->mrs[table_id])
+		return;
+	/* Pushes are applied under their worker's lock: with every lock held
+	 * none is half applied, and later ones find the shard gone. */
+	for (uint32_t k = 0; k < vs->nworkers; k++)
+		pthread_mutex_lock(&vs->workers[k].lock);
+	rdps_region_retire_rows(&vs->regions[table_id]);
+	for (uint32_t k = vs->nworkers; k-- > 0;)
+		pthread_mutex_unlock(&vs->workers[k].lock);
+	if (rdps_retire_add(&vs->retired, vs->mrs[table_id], vs->next_seq))
+		ibv_dereg_mr(vs->mrs[table_id]); /* no memory: as before, reads fail */
+	vs->mrs[table_id] = NULL;
+}
+
+/* Deregisters the retired regions no session that began before their drop
+ * can read any more (thread 0). */
+static void retired_reap(struct verbs_server *vs)
+{
+	uint64_t min = UINT64_MAX;
+	uint32_t n;
+
+	if (!vs->retired.n)
+		return;
+	for (uint32_t k = 0; k < vs->nworkers; k++) {
+		struct verbs_worker *w = &vs->workers[k];
+
+		pthread_mutex_lock(&w->lock);
+		for (uint32_t i = 0; i < w->hw; i++)
+			if (w->sessions[i] && w->sessions[i]->seq < min)
+				min = w->sessions[i]->seq;
+		pthread_mutex_unlock(&w->lock);
 	}
+	n = rdps_retire_reap(&vs->retired, min, dereg_mr);
+	if (n)
+		rdps_dbg("server %u: %u retired table region(s) deregistered", vs->p.server_id, n);
 }
 
 int verbs_reply(struct rdps_tserver *s, uint64_t token, uint32_t type, int status,
@@ -640,6 +686,7 @@ void verbs_destroy(struct rdps_tserver *s, int timeout_ms)
 	for (uint32_t t = 0; t < RDPS_MAX_TABLES; t++)
 		if (vs->mrs[t])
 			ibv_dereg_mr(vs->mrs[t]);
+	rdps_retire_free(&vs->retired, dereg_mr);
 	if (vs->kick_fd >= 0)
 		close(vs->kick_fd);
 	if (vs->pd)
@@ -679,6 +726,7 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	err[0] = '\0';
 	if (p->num_regions > RDPS_MAX_TABLES || !p->handle)
 		return -EINVAL;
+	verbs_fork_init();
 	vs = calloc(1, sizeof(*vs));
 	if (!vs)
 		return -ENOMEM;
@@ -727,10 +775,12 @@ int verbs_listen(const struct rdps_listen_params *p, struct rdps_tserver **out, 
 	ret = create_workers(vs, nthreads, err, errlen);
 	if (ret)
 		goto err_destroy;
-	if (rdma_listen(vs->listen_id, 128)) {
+	if (rdma_listen(vs->listen_id, verbs_listen_backlog())) {
 		ret = -errno;
 		goto err_destroy;
 	}
+	rdps_dbg("server %u: RDMA listener backlog %d, type of service %d", p->server_id,
+		 verbs_listen_backlog(), verbs_tos());
 	/* The handshake hands out the regions' addresses and rkeys. */
 	lp.regions = vs->regions;
 	lp.num_threads = 1; /* served from verbs_progress() */

@@ -17,14 +17,140 @@
 #include "verbs.h"
 #include "wire.h"
 
-/* Sessions are few (one per client): a scan costs less than applying one
- * push message. */
-static struct verbs_session *session_by_qp_num(struct verbs_worker *w, uint32_t qp_num)
+/* ---------------------------------------------------------------------- */
+/* Sessions by QP number                                                  */
+
+static inline uint32_t qp_slot(const struct verbs_worker *w, uint32_t qp_num)
 {
-	for (uint32_t i = 0; i < w->hw; i++)
-		if (w->sessions[i] && w->sessions[i]->qp_num == qp_num)
-			return w->sessions[i];
+	/* QP numbers of one device are often consecutive: a multiplicative
+	 * hash spreads them. */
+	return (qp_num * 2654435761u) & w->qp_hash_mask;
+}
+
+int verbs_qp_hash_init(struct verbs_worker *w, uint32_t max_sessions)
+{
+	uint32_t cap = 16;
+
+	/* At most half full: a lookup probes ~1.5 slots. */
+	while (cap < 2 * max_sessions)
+		cap <<= 1;
+	w->qp_hash = calloc(cap, sizeof(*w->qp_hash));
+	if (!w->qp_hash)
+		return -ENOMEM;
+	w->qp_hash_mask = cap - 1;
+	return 0;
+}
+
+void verbs_qp_hash_put(struct verbs_worker *w, struct verbs_session *ss)
+{
+	uint32_t i = qp_slot(w, ss->qp_num);
+
+	while (w->qp_hash[i])
+		i = (i + 1) & w->qp_hash_mask;
+	w->qp_hash[i] = ss;
+}
+
+struct verbs_session *verbs_qp_hash_get(struct verbs_worker *w, uint32_t qp_num)
+{
+	uint32_t i = qp_slot(w, qp_num);
+
+	w->qp_lookups++;
+	for (struct verbs_session *ss; (ss = w->qp_hash[i]); i = (i + 1) & w->qp_hash_mask) {
+		w->qp_probes++;
+		if (ss->qp_num == qp_num)
+			return ss;
+	}
 	return NULL;
+}
+
+void verbs_qp_hash_del(struct verbs_worker *w, struct verbs_session *ss)
+{
+	uint32_t i = qp_slot(w, ss->qp_num), j;
+
+	while (w->qp_hash[i] && w->qp_hash[i] != ss)
+		i = (i + 1) & w->qp_hash_mask;
+	if (!w->qp_hash[i])
+		return;
+	/* Backward shift: the entries after it move up where their probe
+	 * may start, so no lookup stops at the hole. */
+	w->qp_hash[i] = NULL;
+	for (j = (i + 1) & w->qp_hash_mask; w->qp_hash[j]; j = (j + 1) & w->qp_hash_mask) {
+		uint32_t home = qp_slot(w, w->qp_hash[j]->qp_num);
+
+		/* Move j's entry to the hole at i if its home is not in
+		 * (i, j] (cyclically). */
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			w->qp_hash[i] = w->qp_hash[j];
+			w->qp_hash[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* The regrant's queues                                                   */
+
+static void q_push(struct verbs_worker *w, int k, struct verbs_session *ss)
+{
+	struct verbs_squeue *q = &w->q[k];
+
+	if (ss->queued[k])
+		return;
+	ss->queued[k] = true;
+	ss->q_next[k] = NULL;
+	ss->q_prev[k] = q->tail;
+	if (q->tail)
+		q->tail->q_next[k] = ss;
+	else
+		q->head = ss;
+	q->tail = ss;
+	q->len++;
+}
+
+static void q_push_front(struct verbs_worker *w, int k, struct verbs_session *ss)
+{
+	struct verbs_squeue *q = &w->q[k];
+
+	if (ss->queued[k])
+		return;
+	ss->queued[k] = true;
+	ss->q_prev[k] = NULL;
+	ss->q_next[k] = q->head;
+	if (q->head)
+		q->head->q_prev[k] = ss;
+	else
+		q->tail = ss;
+	q->head = ss;
+	q->len++;
+}
+
+static void q_del(struct verbs_worker *w, int k, struct verbs_session *ss)
+{
+	struct verbs_squeue *q = &w->q[k];
+
+	if (!ss->queued[k])
+		return;
+	if (ss->q_prev[k])
+		ss->q_prev[k]->q_next[k] = ss->q_next[k];
+	else
+		q->head = ss->q_next[k];
+	if (ss->q_next[k])
+		ss->q_next[k]->q_prev[k] = ss->q_prev[k];
+	else
+		q->tail = ss->q_prev[k];
+	ss->queued[k] = false;
+	q->len--;
+}
+
+void verbs_srv_unqueue(struct verbs_worker *w, struct verbs_session *ss)
+{
+	q_del(w, VERBS_Q_GRANT, ss);
+	q_del(w, VERBS_Q_SEND, ss);
+}
+
+static uint32_t share_now(const struct verbs_worker *w)
+{
+	return verbs_pool_share(&w->pool, w->sharers);
 }
 
 /* The session a send completion belongs to, if it still exists. */
@@ -54,7 +180,12 @@ uint32_t verbs_srv_job_part(const struct verbs_worker *w, uint32_t num_clients)
 
 uint32_t verbs_srv_sharers(const struct verbs_worker *w)
 {
-	uint32_t n = w->live;
+	return w->sharers > w->live ? w->sharers : w->live;
+}
+
+void verbs_srv_sharers_update(struct verbs_worker *w)
+{
+	uint32_t old = w->sharers, n = w->live;
 
 	for (uint32_t i = 0; i < w->hw; i++) {
 		const struct verbs_session *ss = w->sessions[i];
@@ -66,7 +197,15 @@ uint32_t verbs_srv_sharers(const struct verbs_worker *w)
 		if (part > n)
 			n = part;
 	}
-	return n;
+	w->sharers = n;
+	/* Fewer sharers, a larger share: every live session may take more. */
+	if (n < old)
+		for (uint32_t i = 0; i < w->hw; i++) {
+			struct verbs_session *ss = w->sessions[i];
+
+			if (ss && ss->state < SS_CLOSING && ss->cr.promised < share_now(w))
+				q_push(w, VERBS_Q_GRANT, ss);
+		}
 }
 
 uint32_t verbs_srv_admit(struct verbs_worker *w, struct verbs_session *ss)
@@ -77,9 +216,13 @@ uint32_t verbs_srv_admit(struct verbs_worker *w, struct verbs_session *ss)
 	if (ss->index >= w->hw)
 		w->hw = ss->index + 1;
 	w->live++;
-	credits = verbs_pool_grant(&w->pool, &ss->cr,
-				   verbs_pool_share(&w->pool, verbs_srv_sharers(w)));
+	if (w->qp_hash)
+		verbs_qp_hash_put(w, ss);
+	verbs_srv_sharers_update(w);
+	credits = verbs_pool_grant(&w->pool, &ss->cr, share_now(w));
 	ss->cr.owed = 0; /* they travel in the connection reply */
+	if (ss->cr.promised < share_now(w))
+		q_push(w, VERBS_Q_GRANT, ss);
 	return credits;
 }
 
@@ -142,25 +285,48 @@ static void session_send(struct verbs_worker *w, struct verbs_session *ss, uint3
 	}
 }
 
-/* Gives free credits to sessions below their share, round robin. */
+/* Whether session_send has something to send now: acknowledgements, or
+ * credits worth a message (or all the client has). */
+static bool has_sends(const struct verbs_session *ss, uint32_t share)
+{
+	uint32_t batch = share / 2 ? share / 2 : 1;
+
+	return ss->acks_owed || ss->cr.owed >= batch ||
+	       (ss->cr.owed && ss->cr.owed == ss->cr.promised);
+}
+
+/*
+ * Gives free credits to sessions below their share, in the order their
+ * credits came back (round robin), and sends what each is owed. Only the
+ * sessions queued for it are visited, not every session per batch.
+ */
 void verbs_srv_regrant(struct verbs_worker *w)
 {
-	uint32_t share = verbs_pool_share(&w->pool, verbs_srv_sharers(w));
-	bool ran_out = false;
+	uint32_t share = share_now(w), n;
+	struct verbs_session *ss;
 
-	for (uint32_t k = 0; k < w->hw; k++) {
-		uint32_t i = (w->regrant_from + k) % w->hw;
-		struct verbs_session *ss = w->sessions[i];
-
-		if (!ss || ss->state >= SS_CLOSING)
+	while (w->pool.free_credits && (ss = w->q[VERBS_Q_GRANT].head)) {
+		w->regrant_visits++;
+		q_del(w, VERBS_Q_GRANT, ss);
+		if (ss->state >= SS_CLOSING)
 			continue;
 		verbs_pool_grant(&w->pool, &ss->cr, share);
-		/* Acknowledgements go out even when no credit is left. */
-		session_send(w, ss, share);
-		if (!w->pool.free_credits && !ran_out) {
-			ran_out = true;
-			w->regrant_from = i + 1; /* next time, the others first */
+		if (ss->cr.owed)
+			q_push(w, VERBS_Q_SEND, ss);
+		if (ss->cr.promised < share) {
+			q_push_front(w, VERBS_Q_GRANT, ss); /* the free ones ran out: first next time */
+			break;
 		}
+	}
+	/* Acknowledgements go out even when no credit is left. */
+	for (n = w->q[VERBS_Q_SEND].len; n && (ss = w->q[VERBS_Q_SEND].head); n--) {
+		w->regrant_visits++;
+		q_del(w, VERBS_Q_SEND, ss);
+		if (ss->state >= SS_CLOSING)
+			continue;
+		session_send(w, ss, share);
+		/* Left over only when its send queue is full: back when a send
+		 * completion frees room (on_send). */
 	}
 }
 
@@ -196,6 +362,7 @@ static void handle_msg(struct verbs_worker *w, struct verbs_session *ss, const c
 		req.type = RDPS_REQ_FLUSH;
 		vs->p.handle(vs->p.ctx, &req);
 		ss->acks_owed++;
+		q_push(w, VERBS_Q_SEND, ss);
 		return;
 	}
 	if (h.type != RDPS_REQ_PUSH) {
@@ -231,7 +398,7 @@ static void on_recv(struct verbs_worker *w, const struct ibv_wc *wc)
 {
 	struct verbs_server *vs = w->vs;
 	uint32_t slot = (uint32_t)WR_SEQ(wc->wr_id);
-	struct verbs_session *ss = session_by_qp_num(w, wc->qp_num);
+	struct verbs_session *ss = verbs_qp_hash_get(w, wc->qp_num);
 	bool reposted;
 	int ret;
 
@@ -266,6 +433,8 @@ static void on_recv(struct verbs_worker *w, const struct ibv_wc *wc)
 		verbs_session_close(w, ss, "it sent more messages than it had credits for", true);
 	else if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
 		verbs_session_close(w, ss, "a receive from it failed", true);
+	else if (ss->state < SS_CLOSING)
+		q_push(w, VERBS_Q_GRANT, ss); /* its credit came back: below its share */
 }
 
 static void on_send(struct verbs_worker *w, const struct ibv_wc *wc)
@@ -277,6 +446,9 @@ static void on_send(struct verbs_worker *w, const struct ibv_wc *wc)
 		return; /* of a session freed meanwhile */
 	if (seq > ss->sq_done)
 		ss->sq_done = seq; /* RC completes a QP's sends in order */
+	/* Room in its send queue: what waited for it goes out. */
+	if (ss->state < SS_CLOSING && has_sends(ss, share_now(w)))
+		q_push(w, VERBS_Q_SEND, ss);
 	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR) {
 		char why[160];
 

@@ -37,6 +37,7 @@ void verbs_session_close(struct verbs_worker *w, struct verbs_session *ss, const
 	w->live--;
 	w->closing++;
 	ss->state = SS_CLOSING;
+	verbs_srv_sharers_update(w);
 	rdps_info("server %u: client %s: RDMA session closes: %s", vs->p.server_id, ss->peer, why);
 	/* In the error state the QP takes no more slots and flushes what it
 	 * holds; rdma_disconnect also tells a live peer. */
@@ -65,6 +66,9 @@ void verbs_session_reap(struct verbs_worker *w, struct verbs_session *ss)
 	else
 		w->live--;
 	verbs_pool_release(&w->pool, &ss->cr);
+	verbs_srv_unqueue(w, ss);
+	if (w->qp_hash)
+		verbs_qp_hash_del(w, ss);
 	w->sessions[ss->index] = NULL;
 	w->gens[ss->index]++;
 	while (w->hw && !w->sessions[w->hw - 1])
@@ -72,6 +76,7 @@ void verbs_session_reap(struct verbs_worker *w, struct verbs_session *ss)
 	ss->state = SS_DEAD;
 	ss->next_dead = w->dead;
 	w->dead = ss;
+	verbs_srv_sharers_update(w);
 }
 
 void verbs_session_destroy(struct verbs_session *ss)
@@ -121,13 +126,17 @@ int verbs_worker_init(struct verbs_server *vs, struct verbs_worker *w, uint32_t 
 	}
 	w->sessions = calloc(w->max_sessions, sizeof(*w->sessions));
 	w->gens = calloc(w->max_sessions, sizeof(*w->gens));
-	if (!w->sessions || !w->gens)
+	if (!w->sessions || !w->gens || verbs_qp_hash_init(w, w->max_sessions))
 		return -ENOMEM;
 	w->cc = ibv_create_comp_channel(vs->ctx);
 	if (!w->cc || verbs_set_nonblock(w->cc->fd))
 		return -errno;
-	w->cq = ibv_create_cq(vs->ctx, (int)cqe, w, w->cc, 0);
-	if (!w->cq || ibv_req_notify_cq(w->cq, 0)) {
+	/* Each worker's completion events on a vector of its own (an
+	 * interrupt of its own where the device has enough). */
+	w->cq = ibv_create_cq(vs->ctx, (int)cqe, w, w->cc,
+			      vs->ctx->num_comp_vectors > 0 ? (int)(index % (uint32_t)vs->ctx->num_comp_vectors)
+							    : 0);
+	if (!w->cq) {
 		ret = -errno;
 		snprintf(err, errlen, "creating the completion queue (%u entries) failed: %s", cqe,
 			 strerror(-ret));
@@ -137,10 +146,10 @@ int verbs_worker_init(struct verbs_server *vs, struct verbs_worker *w, uint32_t 
 	if (!ret)
 		ret = verbs_pool_grow(&w->pool, first, err, errlen);
 	if (!ret) {
-		struct ibv_srq_attr a = { .srq_limit = w->pool.nslots / 8 };
-
-		/* Armed once; SRQ_LIMIT_REACHED says the server is behind. */
-		ibv_modify_srq(w->pool.srq, &a, IBV_SRQ_LIMIT);
+		/* SRQ_LIMIT_REACHED says the server is behind; re-armed only
+		 * once the pool recovered (verbs_srq_limit_rearm). */
+		w->srq_armed = false;
+		verbs_srq_limit_rearm(w);
 	}
 	verbs_worker_publish(w);
 	return ret;
@@ -171,6 +180,7 @@ void verbs_worker_fini(struct verbs_worker *w)
 		ibv_destroy_comp_channel(w->cc);
 	free(w->sessions);
 	free(w->gens);
+	free(w->qp_hash);
 	if (w->vs)
 		pthread_mutex_destroy(&w->lock);
 	memset(w, 0, sizeof(*w));
@@ -243,10 +253,40 @@ static int worker_round(struct verbs_worker *w)
 					verbs_session_reap(w, ss);
 			}
 		verbs_srv_regrant(w);
+		verbs_srq_limit_rearm(w);
 		verbs_worker_publish(w);
 		pthread_mutex_unlock(&w->lock);
 	}
 	return n;
+}
+
+void verbs_srq_limit_rearm(struct verbs_worker *w)
+{
+	struct ibv_srq_attr a = { .srq_limit = w->pool.nslots / 8 };
+
+	/* The limit event fires once per arm: re-armed at each event, a
+	 * server that lags would spin on firmware commands and events. */
+	if (w->srq_armed || !w->pool.srq || w->pool.posted <= w->pool.nslots / 2)
+		return;
+	if (!ibv_modify_srq(w->pool.srq, &a, IBV_SRQ_LIMIT)) {
+		w->srq_armed = true;
+		w->srq_arms++;
+	}
+}
+
+bool verbs_worker_arm(struct verbs_worker *w)
+{
+	int n;
+
+	if (!w->cq_armed) {
+		if (ibv_req_notify_cq(w->cq, 0))
+			return false;
+		w->cq_armed = true;
+		w->cq_arms++;
+	}
+	/* A completion that came before the arm raises no event. */
+	n = verbs_srv_busy_poll(w, 0);
+	return n == 0;
 }
 
 int verbs_srv_busy_poll(struct verbs_worker *w, uint64_t budget_ns)
@@ -289,9 +329,8 @@ int verbs_worker_progress(struct verbs_worker *w, int timeout_ms, uint64_t budge
 			timeout_ms = 0;
 		}
 	}
-	if (sleep) {
+	if (sleep && timeout_ms) {
 		struct pollfd pfd = { .fd = w->cc->fd, .events = POLLIN };
-
 		uint32_t closing;
 
 		pthread_mutex_lock(&w->lock);
@@ -301,18 +340,21 @@ int verbs_worker_progress(struct verbs_worker *w, int timeout_ms, uint64_t budge
 		 * deadline. */
 		if (closing && timeout_ms > 50)
 			timeout_ms = 50;
-		if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR)
+		/* The CQ is armed only to sleep on it, not every round (each
+		 * arm is a doorbell); a completion found meanwhile ends it. */
+		if (verbs_worker_arm(w) && poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR)
 			return -errno;
 	}
 	{
 		struct ibv_cq *cq;
 		void *ctx;
 
-		/* Non-blocking: fails with EAGAIN when no event is pending. */
-		if (!ibv_get_cq_event(w->cc, &cq, &ctx))
+		/* Non-blocking: fails with EAGAIN when no event is pending. An
+		 * event disarms the CQ. */
+		if (!ibv_get_cq_event(w->cc, &cq, &ctx)) {
 			ibv_ack_cq_events(cq, 1);
-		/* Re-arm before draining so no completion goes unnoticed. */
-		ibv_req_notify_cq(w->cq, 0);
+			w->cq_armed = false;
+		}
 	}
 	ret = worker_round(w);
 	if (ret < 0)

@@ -229,9 +229,11 @@ int rdps_client_table_create(struct rdps_client *c, const struct rdps_table_spec
 			     struct rdps_table_info *info);
 
 /* Drops a table clients made, on every server, freeing its memory. Every
- * client must be done with it (a one-sided read of a dropped table fails
- * that client's connection): barrier first. -ENOENT if unknown, -EPERM for
- * the servers' own tables (--table, --partition). */
+ * client should be done with it (barrier first): a client's later pull of
+ * it fails with -ENOENT naming the table (over RDMA the server keeps the
+ * region registered, its rows marked, until the sessions that knew it are
+ * gone), its connections go on. -ENOENT if unknown, -EPERM for the servers'
+ * own tables (--table, --partition). */
 int rdps_client_table_drop(struct rdps_client *c, const char *name);
 
 /* What a float32 table does with gradients pushed to it. */

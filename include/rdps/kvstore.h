@@ -6,8 +6,9 @@
  *
  * Row layout (little-endian, fixed stride per table, 64-byte aligned rows):
  *
- *   offset 0    u64 version   updates of the row so far
- *   offset 8    u64 check     rdps_row_checksum(version, data), written last
+ *   offset 0    u64 version   updates of the row so far (RDPS_ROW_RETIRED:
+ *                             the table was dropped)
+ *   offset 8    u64 check     rdps_row_checksum(tag, version, data), written last
  *   offset 16   f32 data[dim] 16-byte aligned for SIMD
  *   ... padding up to stride (multiple of 64)
  *
@@ -17,7 +18,10 @@
  * checksum matches its version and data (rdps_row_valid): an image that
  * mixes bytes of two updates, in any placement order, fails with
  * probability 1 - 2^-64. This is what the "validated" read mode checks;
- * "relaxed" accepts rows as read.
+ * "relaxed" accepts rows as read. The checksum also covers which row it is
+ * (the tag: the table's slot and name, and the row's global id), so an
+ * image of another row, another table's or a freed one's (a READ that hit
+ * an address or key reused since), fails as a torn one does.
  *
  * Why a checksum. Neither InfiniBand nor PCIe promises that one READ places
  * a row in address order, and on Arm a release fence does not order stores
@@ -61,21 +65,48 @@ static inline size_t rdps_row_stride(uint32_t dim)
 	return (RDPS_ROW_DATA_OFFSET + (size_t)dim * 4 + 63) & ~(size_t)63;
 }
 
-/* The checksum a row of this version and data carries: XXH3-64 of the
- * data, xor an odd multiple of the version (a bijection: every version
- * gives another mask), so data and version need not be adjacent (a reader
- * may copy the data straight to its output and check it there). Unseeded
- * XXH3 runs about twice as fast as a seeded one on rows of 100-400 floats
- * (the seed derives a new secret per call). Implemented in common/, where
- * both the writers (kvstore) and the one-sided readers (transport) link. */
-uint64_t rdps_row_checksum(uint64_t version, const float *data, uint32_t dim);
+/* A dropped table's rows: the server's transport writes this version into
+ * each before it lets the memory go, and keeps the region readable, so a
+ * client that still reads it learns that the table is gone. */
+#define RDPS_ROW_RETIRED UINT64_MAX
+
+/* The part of its rows' checksums that says which table they are of: its
+ * slot (table_id) and its name, so that a table made again in a freed slot
+ * under another name is another table. Once per table, not per row. */
+uint64_t rdps_row_table_key(uint32_t table_id, const char *name);
+
+/* Which row a checksum is of: the table's key and the row's global id. */
+static inline uint64_t rdps_row_tag(uint64_t table_key, uint64_t id)
+{
+	return table_key ^ id;
+}
+
+/* The checksum a row of this tag, version and data carries: XXH3-64 of
+ * the data, xor an odd multiple of the version (a bijection: every version
+ * gives another mask), xor a 64-bit mix of the tag, so data and version
+ * need not be adjacent (a reader may copy the data straight to its output
+ * and check it there). Unseeded XXH3 runs about twice as fast as a seeded
+ * one on rows of 100-400 floats (the seed derives a new secret per call);
+ * the tag's mix is two multiplies. Implemented in common/, where both the
+ * writers (kvstore) and the one-sided readers (transport) link. */
+uint64_t rdps_row_checksum(uint64_t tag, uint64_t version, const float *data, uint32_t dim);
 
 /* True if a row image that no one writes any more (an RDMA READ's bounce
- * buffer, a copy) is whole: its checksum matches its version and data. A
- * torn image is false with probability 1 - 2^-64; so is an image of a row
- * never written by a shard (all zeros). For rows a writer may be updating,
- * use rdps_row_read_validated. */
-bool rdps_row_valid(const void *row, uint32_t dim);
+ * buffer, a copy) is whole and is row tag's: its checksum matches its tag,
+ * version and data. A torn image is false with probability 1 - 2^-64; so
+ * is an image of another row or table, and one of a row never written by
+ * a shard (all zeros). For rows a writer may be updating, use
+ * rdps_row_read_validated. */
+bool rdps_row_valid(const void *row, uint32_t dim, uint64_t tag);
+
+/* Whether a row image is of a dropped table (RDPS_ROW_RETIRED). */
+static inline bool rdps_row_retired(const void *row)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, row, sizeof(v));
+	return v == RDPS_ROW_RETIRED;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Range partition book: server s holds global ids [off[s], off[s+1]).     */
@@ -283,9 +314,9 @@ void rdps_shard_import(struct rdps_shard *s, const float *rows, const float *sta
 
 /* Reads one row that a writer may be updating concurrently (a thread that
  * shares the shard's memory): copies the data to out and checks the copy
- * against the version and checksum read before it. Returns 0 with a whole
- * row in out, or -EAGAIN if the copy was torn (read again). */
-int rdps_row_read_validated(const void *row, uint32_t dim, float *out);
+ * against the tag, version and checksum read before it. Returns 0 with a
+ * whole row in out, or -EAGAIN if the copy was torn (read again). */
+int rdps_row_read_validated(const void *row, uint32_t dim, uint64_t tag, float *out);
 
 #ifdef __cplusplus
 }

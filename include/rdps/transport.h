@@ -234,12 +234,24 @@ struct rdps_server_stats {
 	uint64_t ckpt_rows_during; /* rows pushed while the last checkpoint was written
 				    * (appliers do not wait for checkpoints) */
 	uint64_t nonfinite_pushes; /* pushes refused for a NaN or an infinity */
-	uint64_t reserved;
+	uint64_t pulls_two_sided;  /* RDMA: 0 pulls are one-sided; else why this server's
+				    * CPU serves them (enum rdps_two_sided_why) */
 	uint64_t nonfinite_rows[RDPS_MAX_TABLES]; /* per table slot: gradient rows holding a NaN or an
 				      * infinity pushed to it (refused, or applied
 				      * with --nonfinite accept) */
 };
 _Static_assert(sizeof(struct rdps_server_stats) == 896, "wire layout");
+
+/* Why an RDMA backend's pulls are two-sided (served by the server's CPU). */
+enum rdps_two_sided_why {
+	RDPS_TWO_SIDED_NO_RMA = 1,      /* the provider has no RMA reads */
+	RDPS_TWO_SIDED_EMULATED = 2,    /* the provider emulates its RMA reads */
+	RDPS_TWO_SIDED_NO_DEVICE_READ = 3, /* the device does no RDMA READ */
+	RDPS_TWO_SIDED_ASKED = 4,       /* RDPS_OFI_PULLS=msg or FI_EFA_USE_DEVICE_RDMA=0 */
+};
+
+/* A line's worth saying why (stats, logs). */
+const char *rdps_two_sided_why_str(uint64_t why);
 
 /* What a server's welcome says about its state, for a client that comes
  * back to it: whether it is still the process the client pushed to, and
@@ -266,6 +278,12 @@ struct rdps_conn_params {
 	bool observer;             /* admin connection: not a client of the job */
 	const struct rdps_secret *secret; /* the job's shared secret, or NULL */
 	uint64_t pushed_rows;      /* rows this client pushed to this server before */
+	/* Where a backend keeps what one client's connections share (RDMA
+	 * backends: one endpoint or completion queue, protection domain and
+	 * buffers for all the client's servers), or NULL (nothing shared). The
+	 * client's, used by one thread; *shared starts NULL, the backend fills
+	 * it at the first connect and clears it when the last of them closes. */
+	void **shared;
 };
 
 struct rdps_conn {
@@ -381,6 +399,8 @@ struct rdps_transport_info {
 	size_t push_msg_bytes;      /* payload of one push message on the wire, at most */
 	size_t server_pinned_bytes; /* memory a server registers besides its shards */
 	size_t conn_pinned_bytes;   /* memory a client registers per server connection */
+	size_t client_pinned_bytes; /* ... for all its servers' connections */
+	uint32_t client_endpoints;  /* queue pairs or endpoints a client opens for them */
 	bool one_sided_pulls;       /* pulls read server memory without its CPU */
 	bool pins_tables;           /* a server registers (pins) every table's memory */
 };
@@ -474,8 +494,9 @@ struct rdps_transport_ops {
 	 * slot holds no table afterwards. Clients must not read it any more. */
 	void (*remove_region)(struct rdps_tserver *s, uint32_t table_id);
 
-	/* Sizes and capabilities, for a server with num_clients clients. */
-	void (*query)(uint32_t num_clients, struct rdps_transport_info *out);
+	/* Sizes and capabilities, for a job of num_clients clients (of each
+	 * server) and num_servers servers (of each client). */
+	void (*query)(uint32_t num_clients, uint32_t num_servers, struct rdps_transport_info *out);
 	/* For "auto": 0 if this backend can reach host (writing what serves
 	 * the route, e.g. the RDMA device, into via), or -errno. */
 	int (*route)(const char *host, char *via, size_t vialen);

@@ -42,6 +42,7 @@ struct race {
 	uint32_t dim;
 	size_t stride;
 	char *row;                    /* the row the writer updates and the reader reads */
+	uint64_t tag;                 /* its checksum's tag (row 0 of the shard) */
 	struct rdps_shard *shard;     /* WRITE_APPLY, WRITE_IMPORT */
 	float *import_rows;           /* WRITE_IMPORT: dim floats */
 	int stop;                     /* atomic: the reader is done */
@@ -206,6 +207,7 @@ static void race_init(struct race *r, enum writer_kind writer, uint32_t dim)
 		rdps_shard_info(r->shard, &info);
 		r->stride = info.stride;
 		r->row = info.base;
+		r->tag = rdps_row_tag(rdps_row_table_key(info.table_id, info.name), 0);
 		r->import_rows = calloc(dim, sizeof(float));
 		cr_assert(r->import_rows);
 	}
@@ -238,7 +240,7 @@ static void race_run(struct race *r, enum check_kind check,
 
 		nic_read(img, r->row, r->stride, &rng);
 		t->reads++;
-		ok = check == CHECK_VALIDATED ? rdps_row_valid(img, r->dim) :
+		ok = check == CHECK_VALIDATED ? rdps_row_valid(img, r->dim, r->tag) :
 		     check == CHECK_OLD_SEQLOCK ? old_seqlock_whole(img, r->dim) : true;
 		if (!ok) {
 			t->rejected++; /* the verbs client reads it again */
@@ -353,13 +355,16 @@ Test(rowcheck, every_build_of_the_checksum_is_xxh3)
 	}
 	for (uint32_t dim = 1; dim <= 1000; dim++) {
 		const float *d = buf + dim % 16;
-		uint64_t v = dim * 7919ull;
-		uint64_t want = XXH3_64bits(d, (size_t)dim * 4) ^ (v * RDPS_ROW_VERSION_MIX);
+		uint64_t v = dim * 7919ull, tag = rdps_row_tag(0x1234567890abcdefull, dim * 31ull);
+		uint64_t want = XXH3_64bits(d, (size_t)dim * 4) ^ (v * RDPS_ROW_VERSION_MIX) ^
+				rdps_row_tag_mix(tag);
 
-		cr_assert_eq(rdps_row_checksum_generic(v, d, dim), want, "generic build, dim %u", dim);
+		cr_assert_eq(rdps_row_checksum_generic(tag, v, d, dim), want, "generic build, dim %u",
+			     dim);
 		if (avx2)
-			cr_assert_eq(rdps_row_checksum_avx2(v, d, dim), want, "AVX2 build, dim %u", dim);
-		cr_assert_eq(rdps_row_checksum(v, d, dim), want, "the build picked, dim %u", dim);
+			cr_assert_eq(rdps_row_checksum_avx2(tag, v, d, dim), want, "AVX2 build, dim %u",
+				     dim);
+		cr_assert_eq(rdps_row_checksum(tag, v, d, dim), want, "the build picked, dim %u", dim);
 	}
 	cr_log_info("checked dims 1..1000 (%s)", avx2 ? "generic and AVX2 builds" : "generic build");
 }

@@ -295,6 +295,15 @@ static char *row_of(struct rdps_shard *s, uint64_t id)
 	return (char *)info.base + (id - info.lo) * info.stride;
 }
 
+/* The tag row id's checksum carries (which table, which row). */
+static uint64_t tag_of(struct rdps_shard *s, uint64_t id)
+{
+	struct rdps_shard_info info;
+
+	rdps_shard_info(s, &info);
+	return rdps_row_tag(rdps_row_table_key(info.table_id, info.name), id);
+}
+
 static uint64_t version_of(const char *row)
 {
 	uint64_t v;
@@ -400,7 +409,7 @@ Test(optimizer, set_rows_none_and_replacing_the_optimizer)
 	rdps_shard_set(s, ids, in, 3);
 	rdps_shard_read(s, &id4, 1, (float *)out);
 	cr_assert_arr_eq(out, in[2], sizeof(out), "the later row of id 4 stays");
-	cr_assert(rdps_row_valid(row_of(s, 4), DIM));
+	cr_assert(rdps_row_valid(row_of(s, 4), DIM, tag_of(s, 4)));
 	cr_assert_eq(version_of(row_of(s, 4)), 2, "two writes of row 4");
 	for (int j = 0; j < DIM; j++)
 		g[j] = 1.0f;
@@ -431,12 +440,12 @@ Test(rowcheck, new_rows_are_valid_before_any_push)
 	float out[100];
 
 	for (uint64_t id = 10; id < 20; id++) {
-		cr_assert(rdps_row_valid(row_of(u, id), 100), "row %lu", (unsigned long)id);
+		cr_assert(rdps_row_valid(row_of(u, id), 100, tag_of(u, id)), "row %lu", (unsigned long)id);
 		cr_assert_eq(version_of(row_of(u, id)), 0);
-		cr_assert_eq(rdps_row_read_validated(row_of(u, id), 100, out), 0);
+		cr_assert_eq(rdps_row_read_validated(row_of(u, id), 100, tag_of(u, id), out), 0);
 	}
 	for (uint64_t id = 0; id < 4; id++)
-		cr_assert(rdps_row_valid(row_of(z, id), 3), "row %lu", (unsigned long)id);
+		cr_assert(rdps_row_valid(row_of(z, id), 3, tag_of(z, id)), "row %lu", (unsigned long)id);
 	rdps_shard_destroy(u);
 	rdps_shard_destroy(z);
 }
@@ -452,8 +461,8 @@ Test(rowcheck, updates_and_imports_keep_rows_valid_and_bump_versions)
 	cr_assert_eq(rdps_shard_apply(s, &id, g, 1), 0);
 	cr_assert_eq(rdps_shard_apply(s, &id, g, 1), 0);
 	cr_assert_eq(version_of(row), 2);
-	cr_assert(rdps_row_valid(row, DIM));
-	cr_assert_eq(rdps_row_read_validated(row, DIM, out), 0);
+	cr_assert(rdps_row_valid(row, DIM, tag_of(s, id)));
+	cr_assert_eq(rdps_row_read_validated(row, DIM, tag_of(s, id), out), 0);
 	cr_assert_lt(out[3], 0.0f);
 	for (int i = 0; i < 4 * DIM; i++)
 		rows[i] = (float)i;
@@ -461,8 +470,8 @@ Test(rowcheck, updates_and_imports_keep_rows_valid_and_bump_versions)
 		state[i] = 1.0f;
 	rdps_shard_import(s, rows, state);
 	for (uint64_t r = 0; r < 4; r++) {
-		cr_assert(rdps_row_valid(row_of(s, r), DIM), "row %lu", (unsigned long)r);
-		cr_assert_eq(rdps_row_read_validated(row_of(s, r), DIM, out), 0);
+		cr_assert(rdps_row_valid(row_of(s, r), DIM, tag_of(s, r)), "row %lu", (unsigned long)r);
+		cr_assert_eq(rdps_row_read_validated(row_of(s, r), DIM, tag_of(s, r), out), 0);
 		cr_assert_arr_eq(out, rows + r * DIM, sizeof(out));
 	}
 	cr_assert_eq(version_of(row), 3);
@@ -476,6 +485,7 @@ Test(rowcheck, any_changed_byte_of_version_check_or_data_is_detected)
 	struct rdps_shard_info info;
 	float out[DIM];
 	char *row = row_of(s, 0), *img;
+	uint64_t tag = tag_of(s, 0);
 
 	rdps_shard_info(s, &info);
 	img = malloc(info.stride);
@@ -483,18 +493,62 @@ Test(rowcheck, any_changed_byte_of_version_check_or_data_is_detected)
 	for (size_t off = 0; off < RDPS_ROW_DATA_OFFSET + DIM * 4; off++) {
 		memcpy(img, row, info.stride);
 		img[off] ^= 0x10;
-		cr_assert_not(rdps_row_valid(img, DIM), "byte %zu changed, still valid", off);
-		cr_assert_eq(rdps_row_read_validated(img, DIM, out), -EAGAIN, "byte %zu", off);
+		cr_assert_not(rdps_row_valid(img, DIM, tag), "byte %zu changed, still valid", off);
+		cr_assert_eq(rdps_row_read_validated(img, DIM, tag, out), -EAGAIN, "byte %zu", off);
 	}
 	/* The padding after the data is not covered (no one reads it). */
 	memcpy(img, row, info.stride);
 	img[info.stride - 1] ^= 0x10;
-	cr_assert(rdps_row_valid(img, DIM));
+	cr_assert(rdps_row_valid(img, DIM, tag));
 	/* A row no shard ever wrote (zeroed memory) is not valid either. */
 	memset(img, 0, info.stride);
-	cr_assert_not(rdps_row_valid(img, DIM));
+	cr_assert_not(rdps_row_valid(img, DIM, tag));
 	free(img);
 	rdps_shard_destroy(s);
+}
+
+/*
+ * A row's checksum says which row of which table it is: an image of row
+ * id + 1 read where row id was expected (a READ that hit an address or key
+ * reused since: another row, another table's, a dropped table's slot made
+ * again) is not accepted, though it is whole. The control: every row
+ * here holds zeros at version 0, so the images are equal but for the check
+ * word, and a rule without the tag (main's: XXH3 of the data xor the
+ * version's mask) cannot tell them apart.
+ */
+Test(rowcheck, a_row_of_another_id_or_table_is_not_accepted)
+{
+	enum { DIM = 8 };
+	struct rdps_shard_params p = { .name = "entity", .table_id = 0, .dim = DIM,
+				       .num_rows = 10, .lo = 0, .hi = 10,
+				       .init = RDPS_INIT_ZEROS, .optimizer = RDPS_OPT_SGD,
+				       .lr = 1.0f };
+	struct rdps_shard *a, *b, *c;
+
+	cr_assert_eq(rdps_shard_create(&p, &a), 0);
+	p.table_id = 1; /* another slot, same name and rows */
+	cr_assert_eq(rdps_shard_create(&p, &b), 0);
+	p.table_id = 0;
+	p.name = "entity2"; /* the slot made again under another name */
+	cr_assert_eq(rdps_shard_create(&p, &c), 0);
+	for (uint64_t id = 0; id + 1 < 10; id++) {
+		cr_assert(rdps_row_valid(row_of(a, id), DIM, tag_of(a, id)));
+		cr_assert_not(rdps_row_valid(row_of(a, id + 1), DIM, tag_of(a, id)),
+			      "row %llu's image taken for row %llu", (unsigned long long)id + 1,
+			      (unsigned long long)id);
+		cr_assert_not(rdps_row_valid(row_of(b, id), DIM, tag_of(a, id)),
+			      "table 1's row %llu taken for table 0's", (unsigned long long)id);
+		cr_assert_not(rdps_row_valid(row_of(c, id), DIM, tag_of(a, id)),
+			      "row %llu of the table made again in the slot taken for the old one's",
+			      (unsigned long long)id);
+		/* The control: same version and data. */
+		cr_assert_eq(memcmp(row_of(a, id + 1), row_of(a, id), RDPS_ROW_CHECK_OFFSET), 0);
+		cr_assert_eq(memcmp(row_of(a, id + 1) + RDPS_ROW_DATA_OFFSET,
+				    row_of(a, id) + RDPS_ROW_DATA_OFFSET, DIM * 4), 0);
+	}
+	rdps_shard_destroy(a);
+	rdps_shard_destroy(b);
+	rdps_shard_destroy(c);
 }
 
 /* TransR's relation rows: a vector and a matrix that DGL-KE keeps as two

@@ -6,7 +6,7 @@
 # run libibverbs/librdmacm programs. See tests/softroce/README.md.
 #
 #   guest.sh pair   --script-a A.sh --script-b B.sh --out DIR [--timeout SEC] [--cwd DIR]
-#   guest.sh single --script S.sh --out DIR [--timeout SEC] [--cwd DIR]
+#   guest.sh single --script S.sh --out DIR [--timeout SEC] [--cwd DIR] [--mem MB]
 #   guest.sh shell  [--out DIR]          # one guest, interactive bash on the console
 #   guest.sh initramfs                   # build (or reuse) the cached initramfs, print its path
 #
@@ -436,7 +436,7 @@ abspath() { # existing file -> absolute path
 MODE=${1:-}
 [[ -n $MODE ]] || usage
 shift
-SCRIPT_A="" SCRIPT_B="" OUT="" TIMEOUT=120 CWD=$PWD
+SCRIPT_A="" SCRIPT_B="" OUT="" TIMEOUT=120 CWD=$PWD MEM=2048
 while (($#)); do
 	case $1 in
 	--script-a) SCRIPT_A=${2:?}; shift 2 ;;
@@ -445,11 +445,13 @@ while (($#)); do
 	--out) OUT=${2:?}; shift 2 ;;
 	--timeout) TIMEOUT=${2:?}; shift 2 ;;
 	--cwd) CWD=${2:?}; shift 2 ;;
+	--mem) MEM=${2:?}; shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "$PROG: unknown argument: $1" >&2; usage ;;
 	esac
 done
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be whole seconds"
+[[ $MEM =~ ^[0-9]+$ ]] && ((MEM >= 512)) || die "--mem must be whole MiB, at least 512"
 [[ -d $CWD ]] || die "--cwd $CWD is not a directory"
 CWD=$(cd "$CWD" && pwd)
 
@@ -496,7 +498,7 @@ build_initramfs
 if [[ $MODE == shell ]]; then
 	ADDR[a]=10.99.0.1
 	write_conf a 10.99.0.1 10.99.0.2 "$SCRIPT_A"
-	qemu_cmd a 2 2048
+	qemu_cmd a 2 "$MEM"
 	echo "$PROG: interactive guest; 'exit' powers it off (Ctrl-a x kills qemu)" >&2
 	trap - INT
 	"${QEMU[@]}"
@@ -506,7 +508,7 @@ fi
 if [[ $NET == single ]]; then
 	ADDR[a]=10.99.0.1
 	write_conf a 10.99.0.1 10.99.0.2 "$SCRIPT_A"
-	qemu_cmd a 2 2048
+	qemu_cmd a 2 "$MEM"
 	start_guest a "${QEMU[@]}"
 else
 	ADDR[a]=10.99.0.1

@@ -18,7 +18,12 @@ struct guest_server {
 /* The rxe device's address (RDPS_TEST_HOST). */
 const char *guest_host(void);
 
-/* Starts `rdps server` over verbs with one table entity:rows:dim (SGD, lr
+/* The transport of the guest's servers and clients: "verbs", or "ofi"
+ * where RDPS_TEST_GUEST_TRANSPORT says so (libfabric's verbs;ofi_rxm on
+ * rxe: FI_PROVIDER). */
+const char *guest_transport(void);
+
+/* Starts `rdps server` over guest_transport() with one table entity:rows:dim (SGD, lr
  * 1, zeros: every push of -1 adds exactly 1) and waits for its port; with
  * RDPS_TEST_SERVER_THREADS server threads (default 1).
  * secret: NULL or the shared secret's text. */
@@ -26,7 +31,7 @@ void guest_server_start(struct guest_server *gs, uint32_t rows, uint32_t dim,
 			const char *secret);
 void guest_server_stop(struct guest_server *gs);
 
-/* A verbs client of the server (asserts on failure). */
+/* A client of the server over guest_transport() (asserts on failure). */
 struct rdps_client *guest_client(const struct guest_server *gs, uint32_t id, uint32_t n,
 				 int timeout_ms);
 

@@ -89,6 +89,7 @@ run destroy_before_drain 'assertion violated (lost==0)' -DDESTROY_BEFORE_DRAIN
 run skip_last_wqe 'assertion violated (lost==0)' -DSKIP_LAST_WQE
 run grant_before_repost 'assertion violated (held<=posted)' -DGRANT_BEFORE_REPOST -DNCLIENTS=2 -DBARRIER
 run share_by_live 'invalid end state' -DSHARE_BY_LIVE -DBARRIER
+run no_requeue 'invalid end state' -DNO_REQUEUE
 
 if [ "$failed" != 0 ]; then
 	echo "spin: FAILED; outputs in $OUT (tests/spin/README.md says how to read a trail)"

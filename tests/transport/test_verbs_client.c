@@ -34,6 +34,7 @@
 #define ROWS 3000
 #define DIM 40
 #define MAXQ 8192 /* work requests the model keeps track of at once */
+#define QPN 77    /* the model QP's number */
 
 static struct model {
 	uint32_t depth;               /* send queue entries */
@@ -53,8 +54,11 @@ static struct model {
 	float table[ROWS * DIM];      /* what the server applied (sums) */
 	char *region;                 /* rows with checksums, as a shard */
 	size_t stride;
-	uint64_t torn_once;           /* id whose first READ comes back torn */
-	bool tore;
+	uint64_t torn_id;             /* id whose READs come back torn ... */
+	uint32_t torn_times;          /* ... this many times */
+	uint32_t tore;                /* times it did */
+	uint64_t reread_lists;        /* lists with a 1-row READ of torn_id and other READs */
+	uint64_t ctl_pulls;           /* two-sided reads over the control connection */
 } m;
 
 static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -63,6 +67,20 @@ static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv
 	if (wr->opcode == IBV_WR_RDMA_READ && m.posted > m.executed &&
 	    m.wr[(m.posted - 1) % MAXQ].opcode == IBV_WR_RDMA_READ)
 		m.refills++;
+	/* A re-read of the torn row in the same list as other READs: the
+	 * ring goes on around it. */
+	if (m.torn_times && wr->opcode == IBV_WR_RDMA_READ) {
+		bool reread = false, others = false;
+
+		for (const struct ibv_send_wr *w = wr; w; w = w->next) {
+			bool one = w->sg_list->length == m.stride &&
+				   w->wr.rdma.remote_addr == (uintptr_t)m.region + m.torn_id * m.stride;
+
+			reread |= one && m.tore;
+			others |= !one;
+		}
+		m.reread_lists += reread && others;
+	}
 	for (; wr; wr = wr->next) {
 		uint32_t q = (uint32_t)(m.posted % MAXQ);
 
@@ -110,7 +128,7 @@ static void server_reply(uint32_t kind)
 	cr_assert_gt(m.recvs_posted, 0, "the client had no receive posted");
 	m.recvs_posted--;
 	cq_push((struct ibv_wc){ .wr_id = WR_ID(WR_RECV, m.recv_next++ % VERBS_CLIENT_RECVS),
-				 .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
+				 .qp_num = QPN, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
 				 .wc_flags = IBV_WC_WITH_IMM,
 				 .imm_data = htonl(IMM_MAKE(kind, 1, 0)) });
 }
@@ -126,14 +144,14 @@ static void execute(uint32_t q)
 		uint64_t first = (wr->wr.rdma.remote_addr - (uintptr_t)m.region) / m.stride;
 
 		memcpy(dst, (char *)(uintptr_t)wr->wr.rdma.remote_addr, wr->sg_list->length);
-		/* A row placed while the server wrote it: torn, once. */
-		if (!m.tore && m.torn_once >= first &&
-		    m.torn_once < first + wr->sg_list->length / m.stride) {
-			float *f = (float *)(dst + (m.torn_once - first) * m.stride +
+		/* A row placed while the server wrote it: torn, torn_times. */
+		if (m.tore < m.torn_times && m.torn_id >= first &&
+		    m.torn_id < first + wr->sg_list->length / m.stride) {
+			float *f = (float *)(dst + (m.torn_id - first) * m.stride +
 					     RDPS_ROW_DATA_OFFSET);
 
 			f[DIM / 2] += 1.0f;
-			m.tore = true;
+			m.tore++;
 		}
 		m.reads++;
 	} else {
@@ -173,7 +191,7 @@ static void execute(uint32_t q)
 		m.sends++;
 	}
 	if (wr->send_flags & IBV_SEND_SIGNALED) {
-		cq_push((struct ibv_wc){ .wr_id = wr->wr_id, .status = IBV_WC_SUCCESS,
+		cq_push((struct ibv_wc){ .wr_id = wr->wr_id, .qp_num = QPN, .status = IBV_WC_SUCCESS,
 					 .opcode = wr->opcode == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ
 										  : IBV_WC_SEND });
 		m.signaled++;
@@ -213,11 +231,48 @@ static struct rdma_cm_id cm_id;
 static struct ibv_cq cq;
 static struct ibv_mr mr;
 static struct verbs_conn *vc;
+static struct verbs_group grp;
+static struct verbs_conn *grp_conns[1];
+
+/* The control connection's two-sided read of a row (the server reads it
+ * under its lock): the region's row as written. */
+static const uint64_t *ctl_ids;
+static float *ctl_out;
+static uint32_t ctl_n;
+
+static int ctl_pull_post(struct rdps_conn *c, uint32_t table, const uint64_t *ids, uint32_t n,
+			 float *out)
+{
+	(void)c;
+	cr_assert_eq(table, 0);
+	ctl_ids = ids;
+	ctl_out = out;
+	ctl_n = n;
+	return 0;
+}
+
+static int ctl_pull_wait(struct rdps_conn *c)
+{
+	(void)c;
+	for (uint32_t i = 0; i < ctl_n; i++)
+		memcpy(ctl_out + (size_t)i * DIM,
+		       m.region + ctl_ids[i] * m.stride + RDPS_ROW_DATA_OFFSET, DIM * 4);
+	m.ctl_pulls += ctl_n;
+	return 0;
+}
+
+static const struct rdps_transport_ops ctl_ops = { .name = "model tcp",
+						   .pull_post = ctl_pull_post,
+						   .pull_wait = ctl_pull_wait };
+static struct rdps_conn ctl_conn;
 
 static void write_row(uint64_t id, const float *data)
 {
 	char *row = m.region + id * m.stride;
-	uint64_t version = 1, check = rdps_row_checksum(version, data, DIM);
+	uint64_t version = 1,
+		 check = rdps_row_checksum(rdps_row_tag(rdps_row_table_key(0, "entity"), id), version,
+					   data, DIM);
+
 
 	memcpy(row, &version, 8);
 	memcpy(row + RDPS_ROW_CHECK_OFFSET, &check, 8);
@@ -231,7 +286,7 @@ static void setup(void)
 	m.depth = VERBS_SQ_DEPTH;
 	m.stride = rdps_row_stride(DIM);
 	m.region = aligned_alloc(64, ROWS * m.stride);
-	m.torn_once = UINT64_MAX;
+	m.torn_id = UINT64_MAX;
 	cr_assert(m.region);
 	for (uint64_t id = 0; id < ROWS; id++) {
 		float data[DIM];
@@ -243,14 +298,19 @@ static void setup(void)
 	ctx.ops.post_send = model_post_send;
 	ctx.ops.post_recv = model_post_recv;
 	ctx.ops.poll_cq = model_poll_cq;
-	qp = (struct ibv_qp){ .context = &ctx };
+	qp = (struct ibv_qp){ .context = &ctx, .qp_num = QPN };
 	cm_id = (struct rdma_cm_id){ .qp = &qp };
 	cq = (struct ibv_cq){ .context = &ctx };
 	mr.lkey = 1;
 	vc = calloc(1, sizeof(*vc));
 	cr_assert(vc);
 	vc->id = &cm_id;
-	vc->cq = &cq;
+	grp = (struct verbs_group){ .cq = &cq, .conns = grp_conns, .nconns = 1, .live = 1 };
+	grp_conns[0] = vc;
+	vc->g = &grp;
+	vc->qp_num = QPN;
+	vc->bounce_size = VERBS_BOUNCE;
+	vc->nslots = VERBS_SEND_SLOTS;
 	vc->bounce = aligned_alloc(4096, VERBS_BOUNCE);
 	vc->sendbuf = aligned_alloc(4096, (size_t)VERBS_SEND_SLOTS * VERBS_MSG_SIZE);
 	cr_assert(vc->bounce && vc->sendbuf);
@@ -261,6 +321,8 @@ static void setup(void)
 	vc->sq_depth = VERBS_SQ_DEPTH;
 	vc->signal_every = VERBS_SIGNAL_EVERY;
 	snprintf(vc->base.peer, sizeof(vc->base.peer), "model server");
+	ctl_conn = (struct rdps_conn){ .ops = &ctl_ops };
+	vc->ctl = &ctl_conn;
 	vc->base.num_tables = 1;
 	vc->base.tables[0] = (struct rdps_table_desc){
 		.name = "entity", .dim = DIM, .num_rows = ROWS, .lo = 0, .hi = ROWS,
@@ -370,7 +432,8 @@ Test(verbs_client, pulls_refill_the_queue_and_return_every_row)
 	static float out[N * DIM];
 
 	m.depth = vc->sq_depth = 32;
-	m.torn_once = 1234;
+	m.torn_id = 1234;
+	m.torn_times = 1;
 	/* Runs of consecutive ids (one READ each) and single ids. */
 	for (uint32_t i = 0; i < N; i++)
 		ids[i] = i % 13 == 12 ? (uint64_t)i * 7 % ROWS : (uint64_t)(i / 8) * 97 % (ROWS - 8) + i % 8;
@@ -396,7 +459,7 @@ Test(verbs_client, pulls_refill_the_queue_and_return_every_row)
 		for (uint32_t i = 0; i < 5; i++)
 			cr_assert_eq(got[i * DIM + 1], (float)(few[i] * 1000 + 1));
 	}
-	cr_assert(m.tore, "the model tore no row");
+	cr_assert_eq(m.tore, 1, "the model tore no row");
 	cr_assert_eq(vc->base.rereads, 1);
 	cr_assert_eq(m.overruns, 0);
 	cr_assert_gt(m.reads, 2 * m.depth, "only %llu READs: the ring never wrapped",
@@ -404,4 +467,92 @@ Test(verbs_client, pulls_refill_the_queue_and_return_every_row)
 	/* Not stop-and-wait: READs were posted while others were in flight. */
 	cr_assert_gt(m.refills, 0, "every READ list waited for the one before to finish");
 	cr_assert_eq(m.posted, m.executed);
+}
+
+/* A pull of many rows, one of them torn k times in a row. */
+static void pull_with_a_torn_row(uint32_t k, float *out, uint64_t *ids, uint32_t n)
+{
+	m.depth = vc->sq_depth = 32;
+	m.torn_id = 1234;
+	m.torn_times = k;
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = (uint64_t)(i / 4) * 97 % (ROWS - 4) + i % 4;
+	ids[2] = 1234; /* early: most of the pull is still to be posted */
+	cr_assert_eq(verbs_pull_post(&vc->base, 0, ids, n, out), 0, "%s", vc->base.errmsg);
+	cr_assert_eq(verbs_pull_wait(&vc->base), 0, "%s", vc->base.errmsg);
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t d = 0; d < DIM; d++)
+			cr_assert_eq(out[(size_t)i * DIM + d], (float)(ids[i] * 1000 + d),
+				     "row %u (id %llu)[%u] = %g", i, (unsigned long long)ids[i], d,
+				     out[(size_t)i * DIM + d]);
+	cr_assert(!vc->broken);
+	cr_assert_eq(m.overruns, 0);
+	cr_assert_eq(m.posted, m.executed);
+}
+
+/*
+ * A row torn several times is read again through the ring: its re-reads
+ * go out in the same lists as the pull's other READs (the refill does not
+ * stop for it, as the old synchronous re-read behind up to 511 READs did),
+ * and every row comes back exact.
+ */
+Test(verbs_client, a_torn_row_is_read_again_through_the_ring)
+{
+	enum { N = 2400 };
+	static uint64_t ids[N];
+	static float out[N * DIM];
+
+	pull_with_a_torn_row(5, out, ids, N);
+	cr_assert_eq(m.tore, 5);
+	cr_assert_eq(vc->base.rereads, 5);
+	cr_assert_eq(vc->fallbacks, 0);
+	cr_assert_gt(m.reread_lists, 0, "every re-read went out alone: the ring waited for it");
+}
+
+/*
+ * A row torn for good (K = 1000 times) is read VERBS_REREAD_FALLBACK times,
+ * then two-sided over the control connection (the model's server reads
+ * it whole): the pull succeeds and the connection lives. (On main: 10,000
+ * re-reads, then "a row stayed torn": the connection broken.)
+ */
+Test(verbs_client, a_row_torn_for_good_is_read_two_sided)
+{
+	enum { N = 400 };
+	static uint64_t ids[N];
+	static float out[N * DIM];
+	uint64_t id = 10;
+	float one[DIM];
+
+	pull_with_a_torn_row(1000, out, ids, N);
+	cr_assert_eq(vc->base.rereads, VERBS_REREAD_FALLBACK, "%llu re-reads",
+		     (unsigned long long)vc->base.rereads);
+	cr_assert_eq(m.tore, VERBS_REREAD_FALLBACK);
+	cr_assert_eq(vc->fallbacks, 1);
+	cr_assert_eq(m.ctl_pulls, 1);
+	m.torn_times = 0;
+	cr_assert_eq(verbs_pull_post(&vc->base, 0, &id, 1, one), 0, "%s", vc->base.errmsg);
+	cr_assert_eq(verbs_pull_wait(&vc->base), 0, "%s", vc->base.errmsg);
+	cr_assert_eq(one[3], 10003.0f);
+}
+
+/*
+ * A row of a dropped table (the server retired its region: the version
+ * word says RDPS_ROW_RETIRED) fails its pull with -ENOENT naming the table;
+ * the connection lives, and a pull of the table's other rows still works.
+ */
+Test(verbs_client, a_retired_row_fails_its_pull_not_the_connection)
+{
+	uint64_t ids[3] = { 20, 21, 22 }, ok = 30, retired = RDPS_ROW_RETIRED;
+	float out[3 * DIM], one[DIM];
+	int ret;
+
+	memcpy(m.region + 21 * m.stride, &retired, 8);
+	cr_assert_eq(verbs_pull_post(&vc->base, 0, ids, 3, out), 0, "%s", vc->base.errmsg);
+	ret = verbs_pull_wait(&vc->base);
+	cr_assert_eq(ret, -ENOENT, "pull of a retired row: %d (%s)", ret, vc->base.errmsg);
+	cr_assert(strstr(vc->base.errmsg, "'entity' was dropped"), "%s", vc->base.errmsg);
+	cr_assert(!vc->broken);
+	cr_assert_eq(verbs_pull_post(&vc->base, 0, &ok, 1, one), 0, "%s", vc->base.errmsg);
+	cr_assert_eq(verbs_pull_wait(&vc->base), 0, "%s", vc->base.errmsg);
+	cr_assert_eq(one[0], 30000.0f);
 }

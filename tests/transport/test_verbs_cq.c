@@ -80,6 +80,8 @@ static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv
 {
 	uint32_t q = qp->qp_num - 100;
 
+	if (q >= MAX_SESS)
+		return 0; /* the many-session tests' QPs: sends not followed */
 	for (; wr; wr = wr->next) {
 		cr_assert_lt(m.nsent[q], 256);
 		m.sent_wr[q][m.nsent[q]] = wr->wr_id;
@@ -108,6 +110,8 @@ static float applied_sum;
 
 static int handler(void *hctx, struct rdps_request *req)
 {
+	if (req->client_id >= MAX_SESS)
+		return 0; /* the many-session tests' clients: not followed */
 	if (req->type == RDPS_REQ_PUSH) {
 		applied[req->client_id] += req->n;
 		for (uint32_t i = 0; i < req->n * DIM; i++)
@@ -150,6 +154,7 @@ static void setup(void)
 	w.gens = gens;
 	w.max_sessions = MAX_SESS;
 	memset(table, 0, sizeof(table));
+	cr_assert_eq(verbs_qp_hash_init(&w, MAX_SESS), 0);
 	/* The pool of verbs_pool_create/grow, over the model's queue. */
 	w.pool.srq = &srq;
 	w.pool.max_slots = SLOTS;
@@ -167,6 +172,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	free(w.qp_hash);
 	free(w.pool.slot_posted);
 	free(w.pool.chunks);
 	free(slot_mem);
@@ -488,4 +494,124 @@ Test(verbs_cq, busy_poll_budget_from_the_environment)
 	setenv("RDPS_VERBS_BUSY_POLL_US", "20ms", 1);
 	cr_assert_eq(verbs_srv_busy_poll_ns(), VERBS_BUSY_POLL_US * 1000ull);
 	unsetenv("RDPS_VERBS_BUSY_POLL_US");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Hot paths that must not grow with the sessions                         */
+
+#define MANY 1000
+
+/*
+ * A receive completion finds its session by QP number in a table, not by a
+ * scan of every session (main's session_by_qp_num: ~500 comparisons per
+ * completion at 1000 sessions): consecutive and scattered QP numbers,
+ * removals in between (backward shift), every lookup right, ~1.5 probes.
+ */
+Test(verbs_hot, sessions_by_qp_number_take_a_probe_or_two)
+{
+	static struct verbs_session many[MANY];
+	struct verbs_worker hw = { 0 };
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	cr_assert_eq(verbs_qp_hash_init(&hw, MANY), 0);
+	for (uint32_t i = 0; i < MANY; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		/* Half consecutive (one device's), half scattered. */
+		many[i].qp_num = i < MANY / 2 ? 0x11c0 + i : (uint32_t)(x >> 40);
+		many[i].index = i;
+		verbs_qp_hash_put(&hw, &many[i]);
+	}
+	for (uint32_t i = 0; i < MANY; i++)
+		cr_assert_eq(verbs_qp_hash_get(&hw, many[i].qp_num), &many[i], "qp %u", many[i].qp_num);
+	for (uint32_t i = 0; i < MANY; i += 3)
+		verbs_qp_hash_del(&hw, &many[i]);
+	hw.qp_lookups = hw.qp_probes = 0;
+	for (uint32_t i = 0; i < MANY; i++)
+		cr_assert_eq(verbs_qp_hash_get(&hw, many[i].qp_num), i % 3 ? &many[i] : NULL,
+			     "qp %u after removals", many[i].qp_num);
+	cr_log_info("%llu lookups, %.2f probes each (a scan: %u sessions)",
+		    (unsigned long long)hw.qp_lookups, (double)hw.qp_probes / (double)hw.qp_lookups,
+		    MANY * 2 / 3);
+	cr_assert_lt(hw.qp_probes, 3 * hw.qp_lookups, "%.2f probes per lookup",
+		     (double)hw.qp_probes / (double)hw.qp_lookups);
+	free(hw.qp_hash);
+}
+
+/*
+ * After a batch of completions the regrant looks at the sessions whose
+ * credits came back (or that owe acknowledgements), not at all of them
+ * (main's walked every session per batch, and recounted the sharers too):
+ * 1000 sessions share 64 slots, each push's completion costs the regrant a
+ * visit or two, and credits still go round the waiting sessions in turn.
+ */
+Test(verbs_hot, the_regrant_visits_the_sessions_that_need_it)
+{
+	static struct verbs_session many[MANY];
+	static struct verbs_session *tab[MANY];
+	static uint16_t g[MANY];
+	static struct ibv_qp mqps[MANY];
+	static struct rdma_cm_id mids[MANY];
+	uint64_t visits, calls = 0;
+	uint32_t served = 0;
+
+	setup();
+	w.sessions = tab;
+	w.gens = g;
+	w.max_sessions = MANY;
+	free(w.qp_hash);
+	cr_assert_eq(verbs_qp_hash_init(&w, MANY), 0);
+	for (uint32_t i = 0; i < MANY; i++) {
+		mqps[i] = (struct ibv_qp){ .context = &ctx, .qp_num = 1000 + i };
+		mids[i] = (struct rdma_cm_id){ .qp = &mqps[i] };
+		many[i] = (struct verbs_session){ .w = &w, .id = &mids[i], .qp_num = 1000 + i,
+						  .index = i, .client_id = i, .num_clients = MANY,
+						  .state = SS_LIVE };
+		snprintf(many[i].peer, sizeof(many[i].peer), "client %u", i);
+		verbs_srv_admit(&w, &many[i]);
+	}
+	/* 64 slots, 1000 sessions: the first 64 hold one credit each. */
+	cr_assert_eq(w.pool.free_credits, 0);
+	cr_assert_eq(verbs_srv_sharers(&w), MANY);
+	visits = w.regrant_visits;
+	for (uint32_t round = 0; round < 300; round++) {
+		/* The holder of the oldest credit pushes: its slot's
+		 * completion returns the credit, the regrant passes it on. */
+		uint32_t i = round % MANY, slot;
+		struct verbs_session *next = w.q[VERBS_Q_GRANT].head;
+		struct ibv_wc wc;
+
+		if (!many[i].cr.promised)
+			continue;
+		cr_assert(next && !next->cr.promised, "no session waits for a credit");
+		slot = m.fifo[m.head % (SLOTS * 4)];
+		{
+			struct verbs_msg_hdr h = { RDPS_REQ_FLUSH, 0 };
+
+			m.head++;
+			m.on_queue[slot]--;
+			memcpy(verbs_pool_buf(&w.pool, slot), &h, sizeof(h));
+		}
+		wc = (struct ibv_wc){ .wr_id = WR_ID(WR_SRV_RECV, slot), .status = IBV_WC_SUCCESS,
+				      .opcode = IBV_WC_RECV, .qp_num = 1000 + i,
+				      .byte_len = sizeof(struct verbs_msg_hdr) };
+		verbs_srv_completion(&w, &wc);
+		verbs_srv_regrant(&w);
+		/* Round robin: the credit went to the session that waited
+		 * longest, not back to its sender. */
+		cr_assert_eq(next->cr.promised, 1, "session %u, first in line, got no credit",
+			     next->index);
+		cr_assert_eq(many[i].cr.promised, 0);
+		calls++;
+		served++;
+	}
+	visits = w.regrant_visits - visits;
+	cr_log_info("%llu regrants after a completion each: %.2f sessions visited per regrant "
+		    "(main: %u)", (unsigned long long)calls, (double)visits / (double)calls, MANY);
+	cr_assert_gt(served, 50);
+	cr_assert_leq(visits, 3 * calls, "%llu visits for %llu regrants",
+		      (unsigned long long)visits, (unsigned long long)calls);
+	w.sessions = table;
+	w.gens = gens;
+	w.max_sessions = MAX_SESS;
+	teardown();
 }
