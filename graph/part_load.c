@@ -209,10 +209,13 @@ int rdps_graph_part_load(const char *dir, uint32_t part, struct rdps_graph_part 
 		goto out;
 	}
 	for (uint64_t i = 0; i < n_p; i++) {
-		if (indptr[i + 1] < indptr[i]) {
+		/* Past the part's edges too: the node's edges are read next,
+		 * before any later offset is checked. */
+		if (indptr[i + 1] < indptr[i] || (uint64_t)indptr[i + 1] > e_p) {
 			ret = failf(err, errlen, -EINVAL, "%s: offset %llu (%lld) is below the one "
-				    "before (%lld)", path, (unsigned long long)i + 1,
-				    (long long)indptr[i + 1], (long long)indptr[i]);
+				    "before (%lld) or past the part's %llu edges", path,
+				    (unsigned long long)i + 1, (long long)indptr[i + 1],
+				    (long long)indptr[i], (unsigned long long)e_p);
 			goto out;
 		}
 		p->indptr_rows[2 * i] = (int64_t)elo + indptr[i];

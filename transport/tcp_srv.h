@@ -184,6 +184,7 @@ struct tcp_worker {
 	struct tcp_link paused[2]; /* waiting for a budget (TCP_BUDGET_*), in the order
 				    * they stopped */
 	bool budget_wake;         /* atomic: another thread released budget */
+	uint64_t retry_ns;        /* when paused connections were last retried */
 	uint64_t stall_scan_ns;   /* when connections were last checked for unread replies */
 	struct tcp_link ready;    /* to be served or closed with no event to come */
 	pthread_mutex_t inbox_lock;

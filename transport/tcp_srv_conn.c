@@ -729,7 +729,16 @@ static int retry_paused(struct tcp_worker *w, struct tcp_sconn *sc, int kind)
  */
 void tcp_serve_waiting(struct tcp_worker *w)
 {
-	__atomic_store_n(&w->budget_wake, false, __ATOMIC_RELAXED);
+	uint64_t now = rdps_now_ns();
+
+	/* Only when budget was released (or once a second: a release on
+	 * another thread may have missed a connection pausing meanwhile).
+	 * A retry re-arms the connection's reads, and bytes it could not
+	 * take keep it readable: retried at every call, it spun. */
+	if (!__atomic_exchange_n(&w->budget_wake, false, __ATOMIC_ACQ_REL) &&
+	    now - w->retry_ns < TCP_LOG_EVERY_NS)
+		goto ready;
+	w->retry_ns = now;
 	for (int kind = 0; kind < 2; kind++) {
 		for (int pass = 0; pass < 3; pass++) {
 			struct tcp_link *l = w->paused[kind].next, *end = &w->paused[kind];
@@ -759,6 +768,7 @@ void tcp_serve_waiting(struct tcp_worker *w)
 			}
 		}
 	}
+ready:
 	while (link_queued(&w->ready)) {
 		struct tcp_sconn *sc = container_of(w->ready.next, struct tcp_sconn, ready);
 

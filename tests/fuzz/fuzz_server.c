@@ -1,0 +1,1087 @@
+// SPDX-License-Identifier: MIT
+/* The fuzzed servers, the harness's connections and the reply oracle; see
+ * fuzz_server.h. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sanitizer/allocator_interface.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuzz_common.h"
+#include "fuzz_server.h"
+#include "rdps/common.h"
+#include "rdps/graph.h"
+
+#define MAX_PUMP_ROUNDS 100000 /* a server that never settles is a finding */
+#define FLIGHT_MS 60000        /* bytes in flight on loopback this long: a finding */
+#define STUCK_ROUNDS 2000      /* sends that move nothing before the harness gives up */
+#define SETTLE_MS 60000        /* a checkpoint thread still running after this: a finding */
+#define SLOW_RCVBUF 4096       /* receive buffer of a client that does not read */
+/* Memory the servers may hold besides the budgets: per connection its two
+ * buffers' first TCP_BUF_OWN (64 KiB each, outside the budgets) and its
+ * struct; a checkpoint's two streaming writers (4 x 2 MiB each) and counts;
+ * the job's state (per client of the job: state, token, allreduce vector);
+ * small things (welcomes being built, inbox items, error texts). */
+#define CONN_BYTES ((size_t)(2 * (64u << 10) + 8192))
+#define CKPT_BYTES ((size_t)(2 * 4 * (2u << 20) + (1u << 20)))
+#define JOB_BYTES_PER_CLIENT ((size_t)(1 + 8 + 8 * RDPS_ALLREDUCE_MAX + 8))
+#define MISC_BYTES ((size_t)(256u << 10))
+
+struct fuzz_server fuzz_servers[FUZZ_NUM_SERVERS];
+static struct rdps_secret secret;
+
+/* ---------------------------------------------------------------------- */
+/* The graph                                                               */
+
+static uint64_t graph_first[FUZZ_GRAPH_NODES + 1]; /* in-edges of v: [first[v], first[v+1]) */
+static uint32_t *graph_dst;                        /* per edge: its destination */
+
+uint32_t fuzz_graph_degree(uint32_t v)
+{
+	if (v == FUZZ_GRAPH_BIG_NODE(v / 20))
+		return RDPS_SAMPLE_MAX_FANOUT + 76; /* more than the largest fanout */
+	return v % 6;
+}
+
+static void graph_build(void)
+{
+	uint64_t e = 0;
+
+	if (graph_dst)
+		return;
+	for (uint32_t v = 0; v < FUZZ_GRAPH_NODES; v++) {
+		graph_first[v] = e;
+		e += fuzz_graph_degree(v);
+	}
+	graph_first[FUZZ_GRAPH_NODES] = e;
+	graph_dst = malloc(e * sizeof(*graph_dst));
+	FUZZ_CHECK(graph_dst != NULL);
+	for (uint32_t v = 0; v < FUZZ_GRAPH_NODES; v++)
+		for (uint64_t i = graph_first[v]; i < graph_first[v + 1]; i++)
+			graph_dst[i] = v;
+}
+
+void fuzz_graph_in_edges(uint32_t v, uint64_t *begin, uint64_t *end)
+{
+	graph_build();
+	*begin = graph_first[v];
+	*end = graph_first[v + 1];
+}
+
+uint64_t fuzz_graph_src(uint64_t e)
+{
+	return (e * 7 + 3) % FUZZ_GRAPH_NODES;
+}
+
+uint64_t fuzz_graph_num_edges(void)
+{
+	graph_build();
+	return graph_first[FUZZ_GRAPH_NODES];
+}
+
+void fuzz_graph_edge_range(uint32_t part, uint64_t *lo, uint64_t *hi)
+{
+	graph_build();
+	*lo = graph_first[part * 20];
+	*hi = graph_first[part * 20 + 20];
+}
+
+/* This part's rows of the graph's tables, as rdps_graph_part_tables lays
+ * them out (rdps/graph.h). */
+struct graph_rows {
+	uint64_t node_off[3], edge_off[3];
+	int64_t indptr[20 * 2];
+	int64_t *edges;
+	float feat[20 * 3];
+	int64_t label[20];
+	uint8_t mask[20];
+};
+
+static void graph_rows(uint32_t part, struct graph_rows *g)
+{
+	uint64_t lo, hi;
+
+	fuzz_graph_edge_range(part, &lo, &hi);
+	g->node_off[0] = 0;
+	g->node_off[1] = 20;
+	g->node_off[2] = FUZZ_GRAPH_NODES;
+	g->edge_off[0] = 0;
+	g->edge_off[1] = graph_first[20];
+	g->edge_off[2] = graph_first[FUZZ_GRAPH_NODES];
+	g->edges = calloc(hi - lo ? hi - lo : 1, 4 * sizeof(int64_t));
+	FUZZ_CHECK(g->edges != NULL);
+	for (uint32_t i = 0; i < 20; i++) {
+		uint32_t v = part * 20 + i;
+
+		g->indptr[2 * i] = (int64_t)graph_first[v];
+		g->indptr[2 * i + 1] = (int64_t)graph_first[v + 1];
+		if (i == 19) {
+			/* damaged: past the part's edges */
+			g->indptr[2 * i] = (int64_t)hi;
+			g->indptr[2 * i + 1] = (int64_t)hi + 2;
+		}
+		for (int k = 0; k < 3; k++)
+			g->feat[3 * i + k] = (float)v + 0.25f * (float)k;
+		g->label[i] = v % 5;
+		g->mask[i] = (uint8_t)(v % 3 == 0);
+	}
+	for (uint64_t e = lo; e < hi; e++) {
+		int64_t *r = g->edges + 4 * (e - lo);
+
+		r[0] = (int64_t)fuzz_graph_src(e);
+		r[1] = graph_dst[e];
+		r[2] = (int64_t)(e % FUZZ_GRAPH_ETYPES);
+		r[3] = (int64_t)e;
+	}
+}
+
+static void ro_table(struct rdps_server_table_config *t, const char *name, uint64_t rows,
+		     const uint64_t *off, int dtype, uint32_t elems, const void *data)
+{
+	*t = (struct rdps_server_table_config){
+		.num_rows = rows, .offsets = off, .dtype = dtype, .elems = elems,
+		.dim = (uint32_t)rdps_dtype_row_words(dtype, elems), .init = RDPS_INIT_ZEROS,
+		.optimizer = RDPS_OPT_NONE, .rows = data, .read_only = true,
+	};
+	snprintf(t->name, sizeof(t->name), "%s", name);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The servers                                                             */
+
+/* The config tables' optimizer settings as the server made them: an input
+ * that changes them is undone (fuzz_input_end). */
+static struct rdps_shard_info config_info[FUZZ_NUM_SERVERS][FUZZ_NUM_TABLES];
+
+/* A port the kernel just handed out (the server binds it right after). */
+static uint16_t free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	FUZZ_CHECK(fd >= 0);
+	FUZZ_CHECK(!bind(fd, (struct sockaddr *)&a, sizeof(a)));
+	FUZZ_CHECK(!getsockname(fd, (struct sockaddr *)&a, &al));
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+static void start_server(int idx)
+{
+	struct fuzz_server *fs = &fuzz_servers[idx];
+	struct rdps_server_config cfg = {
+		.transport = "tcp", .num_tables = FUZZ_NUM_TABLES, .seed = 1,
+		.tables = {
+			{ .name = "entity", .num_rows = 64, .dim = 4, .init = RDPS_INIT_UNIFORM,
+			  .init_range = 0.1f, .optimizer = RDPS_OPT_ADAGRAD_ROW, .lr = 0.1f },
+			{ .name = "relation", .num_rows = 8, .dim = 3, .init = RDPS_INIT_ZEROS,
+			  .optimizer = RDPS_OPT_SGD, .lr = 0.1f },
+		},
+		.max_table_memory = FUZZ_TABLE_BUDGET,
+		.max_reply_buffer = FUZZ_REPLY_BUDGET,
+		.max_request_buffer = FUZZ_REQUEST_BUDGET,
+		/* Nothing may depend on time: no deadline passes in a run. */
+		.handshake_timeout_ms = 3600 * 1000,
+		.reply_stall_ms = 3600 * 1000,
+	};
+	static struct graph_rows g[2];
+	const char *work = fuzz_workdir();
+	char text[128], err[512];
+	int ret;
+
+	FUZZ_CHECK(work != NULL);
+	graph_build();
+	if (!g[fs->id].edges)
+		graph_rows(fs->id, &g[fs->id]);
+	ro_table(&cfg.tables[FUZZ_T_INDPTR], RDPS_GRAPH_INDPTR, FUZZ_GRAPH_NODES,
+		 g[fs->id].node_off, RDPS_DTYPE_I64, 2, g[fs->id].indptr);
+	ro_table(&cfg.tables[FUZZ_T_EDGES], RDPS_GRAPH_EDGES, graph_first[FUZZ_GRAPH_NODES],
+		 g[fs->id].edge_off, RDPS_DTYPE_I64, 4, g[fs->id].edges);
+	ro_table(&cfg.tables[FUZZ_T_FEAT], RDPS_GRAPH_NDATA_PREFIX "feat", FUZZ_GRAPH_NODES,
+		 g[fs->id].node_off, RDPS_DTYPE_F32, 3, g[fs->id].feat);
+	ro_table(&cfg.tables[FUZZ_T_LABEL], RDPS_GRAPH_NDATA_PREFIX "label", FUZZ_GRAPH_NODES,
+		 g[fs->id].node_off, RDPS_DTYPE_I64, 1, g[fs->id].label);
+	ro_table(&cfg.tables[FUZZ_T_MASK], RDPS_GRAPH_NDATA_PREFIX "mask", FUZZ_GRAPH_NODES,
+		 g[fs->id].node_off, RDPS_DTYPE_U8, 1, g[fs->id].mask);
+	if (idx == FUZZ_CKPT_SERVER) {
+		snprintf(fs->ckpt_dir, sizeof(fs->ckpt_dir), "%s/ckpt-%d", work, idx);
+		FUZZ_CHECK(!mkdir(fs->ckpt_dir, 0700) || errno == EEXIST);
+		cfg.checkpoint_dir = fs->ckpt_dir;
+	}
+	cfg.secret = fs->secret ? &secret : NULL;
+	cfg.allow_unauthenticated = fs->allow_unauth;
+	for (int attempt = 0;; attempt++) {
+		fs->port = free_port();
+		/* The other server of the job is never started. */
+		if (fs->id)
+			snprintf(text, sizeof(text), "127.0.0.1 1\n127.0.0.1 %u\n", fs->port);
+		else
+			snprintf(text, sizeof(text), "127.0.0.1 %u\n127.0.0.1 1\n", fs->port);
+		FUZZ_CHECK(!rdps_ipconfig_parse("fuzz", text, &fs->ipc, err, sizeof(err)));
+		cfg.ipc = &fs->ipc;
+		cfg.server_id = fs->id;
+		ret = rdps_server_create(&cfg, &fs->srv, err, sizeof(err));
+		if (!ret)
+			break;
+		rdps_ipconfig_free(&fs->ipc);
+		if (ret != -EADDRINUSE || attempt == 10) {
+			fprintf(stderr, "fuzz: cannot start a server: %s\n", err);
+			abort();
+		}
+	}
+	for (uint32_t t = 0; t < FUZZ_NUM_TABLES; t++)
+		rdps_shard_info(rdps_server_shard(fs->srv, t), &config_info[idx][t]);
+}
+
+void fuzz_servers_describe(void)
+{
+	for (int i = 0; i < FUZZ_NUM_SERVERS; i++) {
+		struct fuzz_server *fs = &fuzz_servers[i];
+
+		fs->secret = i & FUZZ_SRV_SECRET;
+		fs->id = i & FUZZ_SRV_ZERO ? 0 : 1;
+		fs->allow_unauth = !fs->secret && fs->id == 0;
+	}
+}
+
+void fuzz_servers_start(void)
+{
+	fuzz_secret(&secret);
+	fuzz_servers_describe();
+	for (int i = 0; i < FUZZ_NUM_SERVERS; i++)
+		start_server(i);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Memory: what the servers hold, against the budgets                       */
+
+static struct {
+	struct fuzz_server *fs;
+	size_t heap0;           /* allocated bytes when the input began */
+	size_t harness;         /* bytes the harness holds (received replies) */
+	size_t peak;            /* the most the servers held past heap0 */
+	uint32_t conns;         /* connections opened during the input */
+	uint32_t job_clients;   /* the largest job a hello asked for */
+	bool tables, ckpt;      /* table or checkpoint requests were sent */
+	int threads0;           /* threads before its first checkpoint request */
+} in;
+
+static size_t heap_now(void)
+{
+	return __sanitizer_get_current_allocated_bytes();
+}
+
+/* The process's threads, less io_uring's workers (they come and go with
+ * the kernel's io-wq): the checkpoint thread is the only other one a
+ * request starts. */
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	FUZZ_CHECK(d != NULL);
+	while ((e = readdir(d))) {
+		char path[128], comm[32] = "";
+		int fd;
+		ssize_t r;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		r = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (r > 0 && !strncmp(comm, "iou-", 4))
+			continue;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+void fuzz_input_begin(struct fuzz_server *fs)
+{
+	memset(&in, 0, sizeof(in));
+	in.fs = fs;
+	in.heap0 = heap_now();
+}
+
+static void note_job(uint32_t num_clients)
+{
+	if (num_clients > in.job_clients)
+		in.job_clients = num_clients;
+}
+
+void fuzz_scan_requests(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i + sizeof(struct rdps_wire_hdr) <= len; i++) {
+		struct rdps_wire_hdr h;
+
+		if (p[i] != 'R')
+			continue;
+		memcpy(&h, p + i, sizeof(h));
+		if (h.magic != RDPS_WIRE_MAGIC || h.version != RDPS_WIRE_VERSION)
+			continue;
+		if (h.type == RDPS_REQ_TABLE)
+			in.tables = true;
+		if (h.type == RDPS_REQ_CHECKPOINT && !in.ckpt) {
+			/* None runs yet: the input before waited for its own. */
+			in.ckpt = true;
+			in.threads0 = count_threads();
+		}
+		if (h.type == RDPS_REQ_HELLO && h.len == sizeof(struct rdps_wire_hello) &&
+		    i + sizeof(h) + h.len <= len) {
+			struct rdps_wire_hello hello;
+
+			memcpy(&hello, p + i + sizeof(h), sizeof(hello));
+			note_job(hello.num_clients);
+		}
+	}
+}
+
+/* The servers' memory past the input's start, against what the budgets
+ * and the bounded structures allow. */
+static void check_memory(void)
+{
+	size_t held = heap_now(), bound;
+
+	held = held > in.heap0 + in.harness ? held - in.heap0 - in.harness : 0;
+	if (held > in.peak)
+		in.peak = held;
+	bound = FUZZ_REPLY_BUDGET + FUZZ_REQUEST_BUDGET + (size_t)(in.conns + 1) * CONN_BYTES +
+		(size_t)in.job_clients * JOB_BYTES_PER_CLIENT + MISC_BYTES;
+	if (in.tables)
+		bound += FUZZ_TABLE_BUDGET;
+	if (in.ckpt)
+		bound += CKPT_BYTES + (size_t)in.job_clients * 8;
+	if (held > bound) {
+		fprintf(stderr, "fuzz: the servers hold %zu bytes more than when the input began, "
+			"over the %zu the budgets and bounded state allow (%u connections, a job "
+			"of %u clients%s%s)\n", held, bound, in.conns, in.job_clients,
+			in.tables ? ", tables made" : "", in.ckpt ? ", checkpoints" : "");
+		FUZZ_CHECK(!"server memory past its budgets");
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Connections                                                             */
+
+void fuzz_conn_open(struct fuzz_conn *c, const struct fuzz_server *fs, bool remote,
+		    bool reading)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(fs->port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000002) };
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct pollfd pfd = { .events = POLLOUT };
+	socklen_t sl = sizeof(int);
+	int soerr = 0, rcvbuf = SLOW_RCVBUF, one = 1;
+
+	memset(c, 0, sizeof(*c));
+	c->remote = remote;
+	c->reading = reading;
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	FUZZ_CHECK(c->fd >= 0);
+	if (remote)
+		FUZZ_CHECK(!bind(c->fd, (struct sockaddr *)&from, sizeof(from)));
+	/* Before the connect, so the window it offers stays small. */
+	if (!reading)
+		FUZZ_CHECK(!setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)));
+	/* The backlog completes the connection before the server accepts.
+	 * Nonblocking, so libFuzzer's SIGALRM cannot interrupt it half-way. */
+	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)))
+		FUZZ_CHECK(errno == EINPROGRESS || errno == EINTR);
+	pfd.fd = c->fd;
+	while (poll(&pfd, 1, 5000) < 0)
+		FUZZ_CHECK(errno == EINTR);
+	FUZZ_CHECK(pfd.revents & POLLOUT);
+	FUZZ_CHECK(!getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) && !soerr);
+	/* Close with a reset: no TIME_WAIT, so ports never run out. */
+	FUZZ_CHECK(!setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	/* As rdps clients: a small frame after one the server has not
+	 * answered (a deferred collective) goes out at once, not after the
+	 * server's delayed ACK. */
+	FUZZ_CHECK(!setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
+	sl = sizeof(c->local);
+	FUZZ_CHECK(!getsockname(c->fd, (struct sockaddr *)&c->local, &sl));
+	c->server_fd = -1;
+	in.conns++;
+}
+
+/* Whether fd is a socket whose peer is a. */
+static bool peer_is(int fd, const struct sockaddr_in *a)
+{
+	struct sockaddr_in p;
+	socklen_t pl = sizeof(p);
+
+	return !getpeername(fd, (struct sockaddr *)&p, &pl) && p.sin_family == AF_INET &&
+	       p.sin_port == a->sin_port && p.sin_addr.s_addr == a->sin_addr.s_addr;
+}
+
+/* The server's end of c: the descriptor of this process whose peer is c's
+ * end (accept() hands out the lowest free numbers: near c's own). -1 while
+ * the server has not accepted it (or closed it). */
+static int server_end(struct fuzz_conn *c)
+{
+	if (c->server_fd >= 0 && peer_is(c->server_fd, &c->local))
+		return c->server_fd;
+	c->server_fd = -1;
+	for (int fd = 3; fd < c->fd + 256; fd++) {
+		if (fd != c->fd && peer_is(fd, &c->local)) {
+			c->server_fd = fd;
+			break;
+		}
+	}
+	return c->server_fd;
+}
+
+/* Bytes fd sent that its peer has not taken in yet (in flight on the
+ * loopback). Bytes not sent for want of the peer's window are not: a peer
+ * that does not read stops them for good. */
+static int unacked(int fd)
+{
+	int outq = 0, unsent = 0;
+
+	if (fd < 0 || ioctl(fd, SIOCOUTQ, &outq) || ioctl(fd, SIOCOUTQNSD, &unsent))
+		return 0;
+	return outq > unsent ? outq - unsent : 0;
+}
+
+static bool in_flight(struct fuzz_conn *conns, int nconns)
+{
+	for (int i = 0; i < nconns; i++) {
+		struct fuzz_conn *c = &conns[i];
+
+		if (c->fd < 0 || c->eof)
+			continue;
+		if (unacked(c->fd) || unacked(server_end(c)))
+			return true;
+	}
+	return false;
+}
+
+static bool pump_moved(struct fuzz_server *fs, struct fuzz_conn *conns, int nconns,
+		       int timeout_ms);
+
+void fuzz_conn_shut(struct fuzz_server *fs, struct fuzz_conn *conns, int nconns,
+		    struct fuzz_conn *c)
+{
+	uint64_t t0 = rdps_now_ns();
+	int sfd;
+
+	if (c->fd < 0)
+		return;
+	/* The server's end, once it accepted (unless it closed it already). */
+	while ((sfd = server_end(c)) < 0 && !c->eof) {
+		FUZZ_CHECK(rdps_now_ns() - t0 < (uint64_t)FLIGHT_MS * 1000000ull);
+		pump_moved(fs, conns, nconns, 1);
+		c->reading = true;
+		fuzz_conn_drain(c);
+	}
+	close(c->fd);
+	c->fd = -1;
+	/* Until the server saw the reset and closed its end. */
+	while (sfd >= 0 && peer_is(sfd, &c->local)) {
+		FUZZ_CHECK(rdps_now_ns() - t0 < (uint64_t)FLIGHT_MS * 1000000ull);
+		pump_moved(fs, conns, nconns, 1);
+	}
+	fuzz_pump(fs, conns, nconns);
+}
+
+void fuzz_conn_close(struct fuzz_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	in.harness -= c->cap;
+	free(c->out);
+	c->out = NULL;
+	c->len = c->cap = 0;
+}
+
+bool fuzz_conn_drain(struct fuzz_conn *c)
+{
+	bool got = false;
+
+	while (c->fd >= 0 && !c->eof && c->reading) {
+		ssize_t n;
+
+		if (c->cap - c->len < 65536) {
+			size_t ncap = c->cap ? 2 * c->cap : 1 << 17;
+
+			c->out = realloc(c->out, ncap);
+			FUZZ_CHECK(c->out != NULL);
+			in.harness += ncap - c->cap;
+			c->cap = ncap;
+		}
+		n = recv(c->fd, c->out + c->len, c->cap - c->len, MSG_DONTWAIT);
+		if (n > 0) {
+			c->len += (size_t)n;
+			got = true;
+		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			c->eof = true; /* closed (FIN or reset) by the server */
+			got = true;
+		} else if (errno == EAGAIN) {
+			break;
+		}
+	}
+	return got;
+}
+
+static bool pump_moved(struct fuzz_server *fs, struct fuzz_conn *conns, int nconns,
+		       int timeout_ms)
+{
+	uint64_t waited_since = 0;
+	bool any = false;
+
+	for (int round = 0, busy = 0;; round++) {
+		bool moved = false;
+		int n = rdps_server_poll(fs->srv, round ? 0 : timeout_ms);
+
+		FUZZ_CHECK(n >= 0);
+		for (int i = 0; i < nconns; i++)
+			moved |= fuzz_conn_drain(&conns[i]);
+		check_memory();
+		if (n || moved) {
+			any = true;
+			waited_since = 0;
+			/* Rounds with events: a server that never settles. */
+			FUZZ_CHECK(++busy < MAX_PUMP_ROUNDS);
+			continue;
+		}
+		if (!in_flight(conns, nconns))
+			return any;
+		/* Segments the kernel has not delivered yet: wait for them. */
+		if (!waited_since)
+			waited_since = rdps_now_ns();
+		FUZZ_CHECK(rdps_now_ns() - waited_since < (uint64_t)FLIGHT_MS * 1000000ull);
+		usleep(200);
+	}
+}
+
+void fuzz_pump(struct fuzz_server *fs, struct fuzz_conn *conns, int nconns)
+{
+	pump_moved(fs, conns, nconns, 0);
+}
+
+/* Every client reads from now on; true if one did not. */
+static bool all_read(struct fuzz_conn *conns, int nconns)
+{
+	bool changed = false;
+
+	for (int i = 0; i < nconns; i++) {
+		changed |= !conns[i].reading;
+		conns[i].reading = true;
+	}
+	return changed;
+}
+
+size_t fuzz_send(struct fuzz_server *fs, struct fuzz_conn *conns, int nconns,
+		 struct fuzz_conn *c, const uint8_t *p, size_t len, size_t chunk)
+{
+	size_t off = 0;
+	int stuck = 0;
+
+	for (int i = 0; i < nconns; i++)
+		conns[i].settled = false;
+	while (off < len && !c->eof && c->fd >= 0) {
+		size_t want = chunk && chunk < len - off ? chunk : len - off;
+		ssize_t n = send(c->fd, p + off, want, MSG_NOSIGNAL | MSG_DONTWAIT);
+		bool moved;
+
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			break; /* reset by the server */
+		if (n > 0)
+			off += (size_t)n;
+		moved = pump_moved(fs, conns, nconns, 0);
+		if (n > 0 || moved) {
+			stuck = 0;
+			continue;
+		}
+		/* The server takes nothing more of this connection: it may
+		 * wait for room that unread replies hold, or for a frame
+		 * another connection left half-sent (a budget a client may
+		 * hold for as long as it likes). */
+		if (all_read(conns, nconns))
+			continue;
+		if (++stuck == STUCK_ROUNDS)
+			break;
+		pump_moved(fs, conns, nconns, 1);
+	}
+	fuzz_pump(fs, conns, nconns);
+	return off;
+}
+
+void fuzz_settle(struct fuzz_server *fs, struct fuzz_conn *conns, int nconns)
+{
+	uint64_t t0 = rdps_now_ns();
+
+	all_read(conns, nconns);
+	fuzz_pump(fs, conns, nconns);
+	/* A checkpoint is written by a thread of its own, which answers its
+	 * requests when it is done. */
+	while (in.ckpt && count_threads() > in.threads0) {
+		if (rdps_now_ns() - t0 > (uint64_t)SETTLE_MS * 1000000ull)
+			FUZZ_CHECK(!"a checkpoint thread still runs after 60 s");
+		pump_moved(fs, conns, nconns, 5);
+	}
+	fuzz_pump(fs, conns, nconns);
+	for (int i = 0; i < nconns; i++)
+		conns[i].settled = true;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Frames the harness sends                                                */
+
+void fuzz_frame_bytes(uint8_t type, const void *payload, uint32_t len, uint8_t **buf,
+		      size_t *blen)
+{
+	struct rdps_wire_hdr h;
+
+	*buf = realloc(*buf, *blen + sizeof(h) + len);
+	FUZZ_CHECK(*buf != NULL);
+	rdps_wire_hdr_init(&h, type, len, 0);
+	memcpy(*buf + *blen, &h, sizeof(h));
+	if (len)
+		memcpy(*buf + *blen + sizeof(h), payload, len);
+	*blen += sizeof(h) + len;
+}
+
+struct rdps_wire_hello fuzz_hello(uint32_t server_id, uint32_t client, uint32_t nclients,
+				  uint32_t flags)
+{
+	struct rdps_wire_hello h = { .client_id = client, .num_clients = nclients,
+				     .server_id = server_id, .flags = flags };
+
+	memset(h.nonce, 0x11, sizeof(h.nonce));
+	return h;
+}
+
+void fuzz_handshake_bytes(const struct fuzz_server *fs, const struct rdps_wire_hello *h,
+			  bool bad_mac, uint8_t **buf, size_t *len)
+{
+	uint8_t snonce[RDPS_NONCE_LEN], mac[RDPS_MAC_LEN];
+	struct rdps_secret s;
+
+	fuzz_frame_bytes(RDPS_REQ_HELLO, h, sizeof(*h), buf, len);
+	if (!fs->secret)
+		return;
+	fuzz_secret(&s);
+	/* The server's challenge comes from the wrapped rdps_random_bytes. */
+	for (size_t i = 0; i < sizeof(snonce); i++)
+		snonce[i] = FUZZ_RANDOM_BYTE(i);
+	rdps_auth_mac(&s, RDPS_AUTH_CLIENT_LABEL, snonce, sizeof(snonce), h->nonce,
+		      sizeof(h->nonce), h, sizeof(*h), mac);
+	if (bad_mac)
+		mac[0] ^= 1;
+	fuzz_frame_bytes(RDPS_WIRE_AUTH, mac, sizeof(mac), buf, len);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Between inputs                                                          */
+
+static bool same_settings(const struct rdps_shard_info *a, const struct rdps_shard_info *b)
+{
+	return a->optimizer == b->optimizer && a->lr == b->lr && a->eps == b->eps &&
+	       a->beta1 == b->beta1 && a->beta2 == b->beta2;
+}
+
+/* Drops the tables clients made and restores the config tables'
+ * optimizers, as a client of a job of one would. */
+static void restore_tables(struct fuzz_server *fs)
+{
+	const struct rdps_shard_info *orig = config_info[fs - fuzz_servers];
+	struct rdps_wire_hello hello = fuzz_hello(fs->id, 0, 1, 0);
+	uint8_t *buf = NULL;
+	size_t len = 0, off = 0;
+	struct fuzz_conn c;
+	int want = 0, got = 0;
+
+	for (uint32_t t = 0; t < RDPS_MAX_TABLES; t++) {
+		struct rdps_shard *sh = rdps_server_shard(fs->srv, t);
+		struct rdps_table_req tr = { 0 };
+		struct rdps_shard_info si;
+
+		if (!sh)
+			continue;
+		rdps_shard_info(sh, &si);
+		if (t < FUZZ_NUM_TABLES && same_settings(&si, &orig[t]))
+			continue;
+		snprintf(tr.name, sizeof(tr.name), "%s", si.name);
+		if (t < FUZZ_NUM_TABLES) {
+			tr.op = RDPS_TABLE_SET_OPTIMIZER;
+			tr.optimizer = (uint32_t)orig[t].optimizer;
+			tr.lr = orig[t].lr;
+			tr.eps = orig[t].eps;
+			tr.beta1 = orig[t].beta1;
+			tr.beta2 = orig[t].beta2;
+		} else {
+			tr.op = RDPS_TABLE_DROP;
+		}
+		if (!want)
+			fuzz_handshake_bytes(fs, &hello, false, &buf, &len);
+		fuzz_frame_bytes(RDPS_REQ_TABLE, &tr, sizeof(tr), &buf, &len);
+		want++;
+	}
+	if (!want)
+		return;
+	fuzz_conn_open(&c, fs, false, true);
+	FUZZ_CHECK(fuzz_send(fs, &c, 1, &c, buf, len, 0) == len);
+	/* Every table request answered with success. */
+	for (int spins = 0; got < want; spins++) {
+		while (c.len - off >= sizeof(struct rdps_wire_hdr)) {
+			struct rdps_wire_hdr h;
+
+			memcpy(&h, c.out + off, sizeof(h));
+			if (c.len - off - sizeof(h) < h.len)
+				break;
+			off += sizeof(h) + h.len;
+			if (h.type == (RDPS_REQ_TABLE | RDPS_WIRE_REPLY)) {
+				if (h.status)
+					fprintf(stderr, "fuzz: restoring a table: %.*s\n", (int)h.len,
+						c.out + off - h.len);
+				FUZZ_CHECK(h.status == 0);
+				got++;
+			}
+		}
+		FUZZ_CHECK(!c.eof && spins < 60000);
+		if (got < want)
+			pump_moved(fs, &c, 1, 1);
+	}
+	fuzz_conn_shut(fs, &c, 1, &c);
+	fuzz_conn_close(&c);
+	free(buf);
+	fuzz_pump(fs, NULL, 0);
+	for (uint32_t t = FUZZ_NUM_TABLES; t < RDPS_MAX_TABLES; t++)
+		FUZZ_CHECK(rdps_server_shard(fs->srv, t) == NULL);
+}
+
+void fuzz_input_end(struct fuzz_server *fs)
+{
+	fuzz_pump(fs, NULL, 0);
+	restore_tables(fs);
+	fuzz_note("servers held at most %zu bytes more than at the input's start, %zd at its end",
+		  in.peak, (ssize_t)(heap_now() - in.heap0));
+}
+
+/* ---------------------------------------------------------------------- */
+/* The oracle                                                              */
+
+enum reply_rule {
+	RULE_NEVER,   /* no success reply over TCP (not on the wire, or refused) */
+	RULE_WELCOME, /* the welcome (checked with the handshake) */
+	RULE_EMPTY,
+	RULE_ROWS,    /* whole 32-bit words */
+	RULE_STATS,   /* struct rdps_server_stats */
+	RULE_VECTOR,  /* the sum: 1..RDPS_ALLREDUCE_MAX doubles */
+	RULE_TABLE,   /* one struct rdps_table_desc */
+	RULE_SAMPLE,  /* counts, then edges (rdps_sample_reply_bound's layout) */
+};
+
+/*
+ * Every request kind's rule. No default: with -Werror=switch (the fuzz
+ * build's flags) a kind added to enum rdps_req_type does not build here
+ * until it has one, so the oracle never meets a kind it does not know.
+ */
+static enum reply_rule reply_rule(enum rdps_req_type t)
+{
+	switch (t) {
+	case RDPS_REQ_HELLO:
+		return RULE_WELCOME;
+	case RDPS_REQ_PULL:
+		return RULE_ROWS;
+	case RDPS_REQ_PUSH:
+	case RDPS_REQ_FLUSH:
+	case RDPS_REQ_BARRIER:
+	case RDPS_REQ_SHUTDOWN:
+	case RDPS_REQ_CHECKPOINT: /* written, or an error */
+	case RDPS_REQ_SET:
+		return RULE_EMPTY;
+	case RDPS_REQ_STATS:
+		return RULE_STATS;
+	case RDPS_REQ_ALLREDUCE:
+		return RULE_VECTOR;
+	case RDPS_REQ_TABLE:
+		return RULE_TABLE;
+	case RDPS_REQ_SAMPLE:
+		return RULE_SAMPLE;
+	case RDPS_REQ_BYE: /* a closed connection, never a frame */
+	case RDPS_REQ_MAX:
+		return RULE_NEVER;
+	}
+	return RULE_NEVER;
+}
+_Static_assert(sizeof(struct rdps_server_stats) == 896, "the stats reply of wire version 3");
+
+static const char *const config_names[FUZZ_NUM_TABLES] = {
+	"entity", "relation", RDPS_GRAPH_INDPTR, RDPS_GRAPH_EDGES,
+	RDPS_GRAPH_NDATA_PREFIX "feat", RDPS_GRAPH_NDATA_PREFIX "label",
+	RDPS_GRAPH_NDATA_PREFIX "mask",
+};
+
+static void check_desc(const struct rdps_table_desc *d)
+{
+	FUZZ_CHECK(memchr(d->name, '\0', sizeof(d->name)) != NULL);
+	FUZZ_CHECK(d->name[0] != '\0');
+	for (const char *p = d->name; *p; p++)
+		FUZZ_CHECK((unsigned char)*p >= 0x20 && *p != 0x7f); /* refused at create */
+	FUZZ_CHECK(d->table_id < RDPS_MAX_TABLES);
+	FUZZ_CHECK(d->dim >= 1 && d->dim <= RDPS_MAX_DIM);
+	FUZZ_CHECK(d->dtype < RDPS_DTYPE_COUNT && d->elems >= 1);
+	FUZZ_CHECK(rdps_dtype_row_words((int)d->dtype, d->elems) == d->dim);
+	FUZZ_CHECK(d->lo <= d->hi && d->hi <= d->num_rows && d->num_rows >= 1);
+	FUZZ_CHECK(d->stride >= rdps_row_stride(d->dim));
+	FUZZ_CHECK(!d->remote_addr && !d->rkey); /* TCP exposes no memory */
+	if (d->table_id < FUZZ_NUM_TABLES)
+		FUZZ_CHECK(!strcmp(d->name, config_names[d->table_id]));
+}
+
+/* The edges of one seed: in-edges of one node of this server, in
+ * increasing edge id, each with its source and type. */
+static bool sample_seed_ok(const struct fuzz_server *fs, const uint8_t *e, uint32_t k)
+{
+	uint64_t lo, hi, prev = 0;
+	uint32_t node = 0;
+
+	fuzz_graph_edge_range(fs->id, &lo, &hi);
+	for (uint32_t j = 0; j < k; j++, e += RDPS_SAMPLE_EDGE_BYTES) {
+		int64_t v[3];
+
+		memcpy(v, e, sizeof(v));
+		if (v[1] < (int64_t)lo || v[1] >= (int64_t)hi || (j && (uint64_t)v[1] <= prev) ||
+		    (uint64_t)v[0] != fuzz_graph_src((uint64_t)v[1]) ||
+		    v[2] != v[1] % FUZZ_GRAPH_ETYPES || (j && graph_dst[v[1]] != node))
+			return false;
+		node = graph_dst[v[1]];
+		prev = (uint64_t)v[1];
+	}
+	return !k || k <= fuzz_graph_degree(node);
+}
+
+/* A sample reply for n seeds: n counts (padded to 8 bytes), then the
+ * edges. true if len and the edges fit that n. */
+static bool sample_fits(const struct fuzz_server *fs, const uint8_t *p, uint32_t len,
+			uint32_t n)
+{
+	size_t head = ((size_t)n * 4 + 7) & ~(size_t)7, edges = 0, at;
+
+	if (head > len)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k;
+
+		memcpy(&k, p + 4 * i, 4);
+		if (k > RDPS_SAMPLE_MAX_FANOUT)
+			return false;
+		edges += k;
+	}
+	if (head + edges * RDPS_SAMPLE_EDGE_BYTES != len)
+		return false;
+	at = head;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k;
+
+		memcpy(&k, p + 4 * i, 4);
+		if (!sample_seed_ok(fs, p + at, k))
+			return false;
+		at += (size_t)k * RDPS_SAMPLE_EDGE_BYTES;
+	}
+	return true;
+}
+
+void fuzz_check_sample(const struct fuzz_server *fs, const uint8_t *p, uint32_t len,
+		       uint32_t n, uint32_t fanout, const uint64_t *seeds)
+{
+	size_t at = ((size_t)n * 4 + 7) & ~(size_t)7;
+
+	FUZZ_CHECK(sample_fits(fs, p, len, n));
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k, deg = fuzz_graph_degree((uint32_t)seeds[i]);
+		int64_t first;
+
+		memcpy(&k, p + 4 * i, 4);
+		/* all of its in-edges, or fanout of them */
+		FUZZ_CHECK(k == (deg < fanout ? deg : fanout));
+		if (k) {
+			memcpy(&first, p + at + 8, sizeof(first));
+			FUZZ_CHECK(graph_dst[first] == seeds[i]);
+		}
+		at += (size_t)k * RDPS_SAMPLE_EDGE_BYTES;
+	}
+}
+
+void fuzz_check_reply(const struct fuzz_server *fs, uint8_t type, const uint8_t *payload,
+		      uint32_t len)
+{
+	enum reply_rule r = type < RDPS_REQ_MAX ? reply_rule((enum rdps_req_type)type)
+						: RULE_NEVER;
+	bool fits = false;
+
+	switch (r) {
+	case RULE_NEVER:
+		/* BIND: tcp binds no endpoints; unknown kinds are refused */
+		fprintf(stderr, "fuzz: success reply of type %u\n", type);
+		FUZZ_CHECK(!"success reply of a request kind that never succeeds over TCP");
+		break;
+	case RULE_WELCOME:
+		break; /* the stream's check */
+	case RULE_EMPTY:
+		FUZZ_CHECK(len == 0);
+		break;
+	case RULE_ROWS:
+		FUZZ_CHECK(len % 4 == 0);
+		break;
+	case RULE_STATS:
+		FUZZ_CHECK(len == sizeof(struct rdps_server_stats));
+		break;
+	case RULE_VECTOR:
+		FUZZ_CHECK(len >= 8 && len % 8 == 0 && len <= RDPS_ALLREDUCE_MAX * 8);
+		break;
+	case RULE_TABLE: {
+		struct rdps_table_desc d;
+
+		FUZZ_CHECK(len == sizeof(d));
+		memcpy(&d, payload, sizeof(d));
+		check_desc(&d);
+		break;
+	}
+	case RULE_SAMPLE:
+		/* The seed count is the request's: some n must fit. */
+		for (uint32_t n = 1; !fits && ((size_t)n * 4 + 7) / 8 * 8 <= len; n++)
+			fits = sample_fits(fs, payload, len, n);
+		FUZZ_CHECK(fits);
+		break;
+	}
+}
+
+static void check_error(const struct rdps_wire_hdr *h, const uint8_t *payload)
+{
+	size_t n;
+
+	FUZZ_CHECK(h->len >= 8 && h->len % 8 == 0 && h->len <= RDPS_WIRE_ERRMSG_MAX);
+	/* A reason, then NUL padding only. */
+	n = strnlen((const char *)payload, h->len);
+	FUZZ_CHECK(n >= 1 && h->len - n < 8);
+	for (size_t i = n; i < h->len; i++)
+		FUZZ_CHECK(payload[i] == 0);
+}
+
+int fuzz_stream_observer(const uint8_t *p, size_t len)
+{
+	struct rdps_wire_hdr h;
+	struct rdps_wire_hello hello;
+
+	if (len < sizeof(h) + sizeof(hello))
+		return -1;
+	memcpy(&h, p, sizeof(h));
+	if (h.magic != RDPS_WIRE_MAGIC || h.version != RDPS_WIRE_VERSION ||
+	    h.type != RDPS_REQ_HELLO || h.len != sizeof(hello))
+		return -1;
+	memcpy(&hello, p + sizeof(h), sizeof(hello));
+	return !!(hello.flags & RDPS_HELLO_OBSERVER);
+}
+
+void fuzz_check_stream(const struct fuzz_server *fs, const struct fuzz_conn *c,
+		       fuzz_reply_fn each_reply, void *ctx, struct fuzz_stream_info *info)
+{
+	bool challenged = false, welcomed = false, refused = false;
+	struct fuzz_stream_info dummy;
+	size_t off = 0;
+
+	if (!info)
+		info = &dummy;
+	memset(info, 0, sizeof(*info));
+	while (c->len - off >= sizeof(struct rdps_wire_hdr)) {
+		const uint8_t *payload = c->out + off + sizeof(struct rdps_wire_hdr);
+		struct rdps_wire_hdr h;
+		uint8_t base;
+
+		memcpy(&h, c->out + off, sizeof(h));
+		FUZZ_CHECK(h.magic == RDPS_WIRE_MAGIC && h.version == RDPS_WIRE_VERSION);
+		FUZZ_CHECK(h.flags == 0 && h.len <= RDPS_WIRE_MAX_FRAME);
+		FUZZ_CHECK(c->len - off - sizeof(h) >= h.len);
+		/* A refused handshake is the last frame. */
+		FUZZ_CHECK(!refused);
+		off += sizeof(h) + h.len;
+		fuzz_note("  %s 0x%02x, %u bytes, status %d%s%.*s", rdps_req_name(h.type & 0x7f),
+			  h.type, h.len, h.status, h.status < 0 ? ": " : "",
+			  h.status < 0 ? (int)h.len : 0, (const char *)payload);
+		if (h.type == RDPS_WIRE_CHALLENGE) {
+			FUZZ_CHECK(fs->secret && !challenged && !welcomed);
+			FUZZ_CHECK(h.status == 0 && h.len == RDPS_NONCE_LEN);
+			challenged = true;
+			continue;
+		}
+		FUZZ_CHECK(h.type & RDPS_WIRE_REPLY);
+		FUZZ_CHECK(h.status <= 0);
+		if (h.status < 0) {
+			/* Errors echo whatever type was asked for. */
+			check_error(&h, payload);
+			if (!welcomed)
+				refused = true;
+			else if (each_reply)
+				each_reply(ctx, &h, payload);
+			continue;
+		}
+		base = h.type & (uint8_t)~RDPS_WIRE_REPLY;
+		if (base == RDPS_REQ_HELLO) {
+			struct rdps_wire_welcome w;
+			struct rdps_conn *rc = calloc(1, sizeof(*rc));
+			char why[256];
+
+			FUZZ_CHECK(rc != NULL);
+			FUZZ_CHECK(!welcomed && (!fs->secret || challenged));
+			/* Protected mode: nobody from elsewhere without the secret. */
+			FUZZ_CHECK(!c->remote || fs->secret || fs->allow_unauth);
+			FUZZ_CHECK(!rdps_wire_parse_welcome(payload, h.len, fs->id, rc, &w, why,
+							    sizeof(why)));
+			FUZZ_CHECK(!!(w.flags & RDPS_WELCOME_AUTHENTICATED) == fs->secret);
+			FUZZ_CHECK(rc->num_tables >= FUZZ_NUM_TABLES);
+			FUZZ_CHECK(w.num_servers == 2);
+			for (uint32_t i = 0; i < rc->num_tables; i++) {
+				FUZZ_CHECK(!rc->tables[i].remote_addr && !rc->tables[i].rkey);
+				if (rc->tables[i].dim)
+					check_desc(&rc->tables[i]);
+			}
+			for (uint32_t i = 0; i < FUZZ_NUM_TABLES; i++)
+				FUZZ_CHECK(rc->tables[i].dim && rc->tables[i].table_id == i);
+			info->welcome_tables = rc->num_tables;
+			free(rc);
+			welcomed = info->welcomed = true;
+			continue;
+		}
+		/* Nothing but the handshake before the welcome. */
+		FUZZ_CHECK(welcomed);
+		fuzz_check_reply(fs, base, payload, h.len);
+		if (c->observer_known && c->observer) {
+			/* An observer gets stats, and shuts down or checkpoints a
+			 * server only as an admin (the secret, or this machine). */
+			FUZZ_CHECK(base == RDPS_REQ_STATS || base == RDPS_REQ_SHUTDOWN ||
+				   base == RDPS_REQ_CHECKPOINT);
+			if (base != RDPS_REQ_STATS)
+				FUZZ_CHECK(fs->secret || !c->remote);
+		}
+		if (each_reply)
+			each_reply(ctx, &h, payload);
+	}
+	FUZZ_CHECK(off == c->len);
+	/* A refused handshake closes the connection (seen if it was read). */
+	if (refused && c->settled)
+		FUZZ_CHECK(c->eof);
+}
