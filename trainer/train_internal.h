@@ -118,6 +118,8 @@ struct job {
 };
 
 
+/* ---- train_job.c: state shared by the job's threads and trainers ---- */
+
 /* Records the job's first error (ret, message) and wakes the threads
  * waiting for each other: all stop. */
 void rdps_tj_fail(struct job *j, int ret, const char *fmt, ...)
@@ -130,6 +132,40 @@ int rdps_tj_collective(struct worker *w, const char *what, double *v, size_t n);
 
 /* "elapsed 1m 05s  ETA 3.2 s" after done of total units in secs. */
 const char *rdps_tj_fmt_eta(char *buf, size_t len, double secs, double done, double total);
+
+/* Waits until every thread of this trainer is here (or the job failed):
+ * 0 or the job's error. */
+int rdps_tj_local_sync(struct job *j);
+
+/* How long a wait for the job's other trainers may take (--timeout, or
+ * PEER_TIMEOUT_DEFAULT_MS). */
+int rdps_tj_peer_timeout_ms(const struct rdps_train_opts *o);
+
+/* The start barrier: every trainer arrived, none failed to load its data,
+ * and the options that make one job agree (a trainer that differs is named
+ * with the option). 0 or the job's error. */
+int rdps_tj_start(struct worker *w);
+
+/* ---- train_step.c: a thread's steps ---- */
+
+/* The thread's batches, keys and scratch; freed by worker_free (also
+ * half-made). */
+int rdps_tj_worker_alloc(struct worker *w);
+void rdps_tj_worker_free(struct worker *w);
+
+/* The thread's client of the store and its tables. 0 or the job's error. */
+int rdps_tj_connect_worker(struct worker *w);
+
+/* The step split (per step, in ms) of summed step times. */
+void rdps_tj_step_split(const struct job *j, const struct step_times *t,
+			struct rdps_train_step_split *out);
+
+/* The progress file of thread t (resume). */
+void rdps_tj_progress_path(const struct rdps_train_opts *o, uint32_t t, char *buf, size_t len);
+
+/* Trains until max_step (or o->stop): pulls, steps, pushes, progress,
+ * validation during training. 0, -EINTR or the job's error. */
+int rdps_tj_train_loop(struct worker *w);
 
 /* Every thread: ranks this trainer's share of split (thread 0) and reduces
  * the metrics over the job into m; with per_rel the sums of each relation

@@ -36,6 +36,7 @@
 #define TCP_REPLY_BUF_MIN (64ull << 20) /* default budgets: RAM / 16 within these */
 #define TCP_REPLY_BUF_MAX (1ull << 30)
 #define TCP_BUF_OWN (64u << 10)         /* per buffer, outside the budgets (kept when empty) */
+#define TCP_BUF_KEEP (8u << 20)         /* an emptied buffer up to this is kept (counted) */
 #define TCP_TX_STALL_MS 60000           /* default: replies unread this long while
 					 * others wait for the reply budget: closed */
 #define TCP_DEFERRED_REPLY (sizeof(struct rdps_wire_hdr) + 512) /* a barrier's, allreduce's
@@ -184,6 +185,7 @@ struct tcp_worker {
 	struct tcp_link paused[2]; /* waiting for a budget (TCP_BUDGET_*), in the order
 				    * they stopped */
 	bool budget_wake;         /* atomic: another thread released budget */
+	bool reclaim;             /* atomic: free the buffers idle connections keep */
 	uint64_t retry_ns;        /* when paused connections were last retried */
 	uint64_t stall_scan_ns;   /* when connections were last checked for unread replies */
 	struct tcp_link ready;    /* to be served or closed with no event to come */

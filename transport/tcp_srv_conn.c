@@ -12,7 +12,9 @@
  * frame's payload when its header announces it, a request's largest reply
  * before the request is taken). A connection that does not fit waits, out
  * of the epoll set, until another releases; one frame or reply larger than
- * a whole budget is refused naming the budget.
+ * a whole budget is refused naming the budget. Emptied buffers stay with
+ * their connection for its next frames (steady traffic allocates nothing),
+ * counted, until some connection waits: then idle ones are freed.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -163,12 +165,40 @@ static int buf_grow(struct tcp_worker *w, struct tcp_sconn *sc, int kind, size_t
 	return 0;
 }
 
-/* An emptied buffer: one past what a connection keeps goes back to the
- * budget at once; a small one stays for the next frame. */
+/* An emptied buffer stays for the connection's next frame (steady traffic
+ * allocates nothing), counted, unless it is very large or connections wait
+ * for its budget: then it goes back at once. */
 static void buf_emptied(struct tcp_worker *w, struct tcp_sconn *sc, int kind)
 {
-	if ((kind == TCP_BUDGET_TX ? sc->tx_cap : sc->rx_cap) > TCP_BUF_OWN)
+	size_t cap = kind == TCP_BUDGET_TX ? sc->tx_cap : sc->rx_cap;
+
+	if (cap > TCP_BUF_OWN && (cap > TCP_BUF_KEEP ||
+				  __atomic_load_n(&w->ts->budget_waiters, __ATOMIC_RELAXED)))
 		buf_free(w, sc, kind);
+}
+
+/* Frees the emptied buffers w's connections keep (see buf_emptied): asked
+ * of every worker when a connection starts waiting for a budget, so idle
+ * connections never hold what a busy one waits for. */
+static bool reclaim_idle(struct tcp_worker *w)
+{
+	bool freed = false;
+
+	for (uint32_t i = 0; i < w->nslots; i++) {
+		struct tcp_sconn *sc = w->conns[i];
+
+		if (!sc)
+			continue;
+		if (sc->tx_cap > TCP_BUF_OWN && sc->tx_len == 0) {
+			buf_free(w, sc, TCP_BUDGET_TX);
+			freed = true;
+		}
+		if (sc->rx_cap > TCP_BUF_OWN && sc->rx_len == 0) {
+			buf_free(w, sc, TCP_BUDGET_RX);
+			freed = true;
+		}
+	}
+	return freed;
 }
 
 /* One line a second at most while connections wait for a budget: what an
@@ -198,8 +228,23 @@ static void budget_wait_log(struct tcp_worker *w, struct tcp_sconn *sc, int kind
  * queue for that budget (see tcp_serve_waiting). */
 static void pause_for(struct tcp_worker *w, struct tcp_sconn *sc, int kind, size_t need)
 {
+	uint64_t one = 1;
+
 	if (sc->waiting)
 		return;
+	/* Idle connections give back the buffers they keep, on their own
+	 * threads (this one's now; if that made room, sc is retried at once:
+	 * tcp_serve_waiting retries only after a release). */
+	if (reclaim_idle(w))
+		__atomic_store_n(&w->budget_wake, true, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < w->ts->nworkers; i++) {
+		struct tcp_worker *o = &w->ts->workers[i];
+
+		if (o == w || __atomic_exchange_n(&o->reclaim, true, __ATOMIC_ACQ_REL))
+			continue;
+		if (write(o->efd, &one, sizeof(one)) < 0)
+			rdps_dbg("server: waking thread %u: %s", o->index, strerror(errno));
+	}
 	sc->waiting = (uint8_t)(kind == TCP_BUDGET_TX ? TCP_WAIT_TX : TCP_WAIT_RX);
 	sc->drained = false;
 	if (!link_queued(&w->paused[0]) && !link_queued(&w->paused[1]))
@@ -731,6 +776,8 @@ void tcp_serve_waiting(struct tcp_worker *w)
 {
 	uint64_t now = rdps_now_ns();
 
+	if (__atomic_exchange_n(&w->reclaim, false, __ATOMIC_ACQ_REL))
+		reclaim_idle(w);
 	/* Only when budget was released (or once a second: a release on
 	 * another thread may have missed a connection pausing meanwhile).
 	 * A retry re-arms the connection's reads, and bytes it could not

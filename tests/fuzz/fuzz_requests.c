@@ -9,7 +9,7 @@
  *
  * Input: byte 0 picks the server (bit 0 the secret, bit 1 server 0), then
  * records, each acting on one of four connections (op & 3), kind op >> 2
- * (modulo 6):
+ * (modulo 7):
  *   0 frame     u8 type, u16 len, then len bytes (fewer if the input ends):
  *               one frame of that type (its reply bit cleared: fuzz_frames
  *               sends those) and payload, header well-formed
@@ -27,6 +27,9 @@
  *               (127.0.0.2) if bit 0, leaving its replies unread (a small
  *               receive buffer) if bit 1
  *   5 read      the connection reads its replies again
+ *   6 raw       u16 len, then len bytes sent as they are (partial frames,
+ *               a header split across records: what holds budget room);
+ *               the connection's replies are then checked as frames only
  * A record on a connection that is not open opens it (from this machine,
  * reading). Every record is sent whole before the next.
  *
@@ -54,9 +57,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NCONNS 4
-#define NKINDS 6
+#define NKINDS 7
 
-enum { K_FRAME, K_FIXED, K_HELLO, K_CLOSE, K_OPEN, K_READ };
+enum { K_FRAME, K_FIXED, K_HELLO, K_CLOSE, K_OPEN, K_READ, K_RAW };
 
 /* One frame the client sent after its handshake, and its reply. */
 struct expect {
@@ -82,6 +85,7 @@ struct rconn {
 	bool stopped;       /* a reply that closes the connection came */
 	bool cut;           /* a record went out in part (the server stopped taking
 			     * this connection's bytes): the stream is not whole */
+	bool raw;           /* raw bytes were sent: replies are checked as frames only */
 };
 
 static struct fuzz_server *fs;
@@ -259,7 +263,7 @@ static void finish(int i)
 	struct fuzz_stream_info info;
 	struct fuzz_conn cs[NCONNS];
 	int idx[NCONNS], n, self = 0;
-	bool closed_by_us = false;
+	bool closed_by_us = false, held_by_other = false;
 
 	if (!r->open)
 		return;
@@ -269,10 +273,16 @@ static void finish(int i)
 	scatter(cs, idx, n);
 	fuzz_note("connection %d closes (%u requests after its handshake; %s):", i, r->nex,
 		  r->c.eof ? "the server closed it" : "open");
-	fuzz_check_stream(fs, &r->c, on_reply, r, &info);
+	fuzz_check_stream(fs, &r->c, r->raw ? NULL : on_reply, r, &info);
 	for (uint32_t k = 0; k < r->nex; k++)
 		closed_by_us |= r->ex[k].closes || r->ex[k].silent;
-	if (info.welcomed && r->c.settled && !closed_by_us && !r->cut) {
+	/* A partial frame another client left holds budget room for as long
+	 * as that client stays (tests/fuzz/README.md, "Open"): requests may
+	 * wait for it. */
+	for (int k = 0; k < NCONNS; k++)
+		held_by_other |= k != i && rc[k].open && rc[k].raw;
+	if (info.welcomed && r->c.settled && !closed_by_us && !r->cut && !r->raw &&
+	    !held_by_other) {
 		/* Admitted, and nothing it sent closes it: never dropped, and
 		 * every request answered (collectives may still wait for
 		 * the other clients of their job; checkpoints are done). */
@@ -433,6 +443,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 
+		if (kind == K_RAW) {
+			size_t len;
+
+			if (size - at < 2) {
+				at = size;
+				break;
+			}
+			len = (size_t)data[at] | (size_t)data[at + 1] << 8;
+			at += 2;
+			if (len > size - at)
+				len = size - at;
+			if (!r->cut) {
+				r->raw = true;
+				send_on(i, data + at, len);
+			}
+			at += len;
+			continue;
+		}
 		if (kind == K_HELLO) {
 			uint8_t hf[4] = { 0, 1, 0, 0 };
 			struct rdps_wire_hello h;

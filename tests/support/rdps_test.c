@@ -77,13 +77,45 @@ static int port_free(int port)
 	return ok;
 }
 
+/* The ports the kernel gives outgoing connections (and listeners of port
+ * 0, as libfabric's tcp provider opens): a test port taken from them may be
+ * some other suite's connection by the time its server binds it. */
+static void ephemeral_range(int *lo, int *hi)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	*lo = 32768;
+	*hi = 60999;
+	if (f) {
+		if (fscanf(f, "%d %d", lo, hi) != 2) {
+			*lo = 32768;
+			*hi = 60999;
+		}
+		fclose(f);
+	}
+}
+
 int rdps_test_free_ports(int n)
 {
 	/* Spread concurrent suites (ctest -j) over the range by pid and time. */
 	unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+	int lo, hi, from, span;
 
+	/* Below the ephemeral range (or above it, if that leaves more). */
+	ephemeral_range(&lo, &hi);
+	if (lo - 10000 >= 65535 - hi) {
+		from = 10000;
+		span = lo - 10000 - n;
+	} else {
+		from = hi + 1;
+		span = 65535 - hi - n;
+	}
+	if (span < 1000) {
+		from = 20000;
+		span = 30000;
+	}
 	for (int attempt = 0; attempt < 1000; attempt++) {
-		int base = 20000 + (int)((seed = seed * 1103515245u + 12345u) % 30000u);
+		int base = from + (int)((seed = seed * 1103515245u + 12345u) % (unsigned)span);
 		int ok = 1;
 
 		for (int i = 0; i < n && ok; i++)
