@@ -25,7 +25,7 @@
  *   3 close     the client closes the connection
  *   4 open      u8 flags: (re)opens the connection, from elsewhere
  *               (127.0.0.2) if bit 0, leaving its replies unread (a small
- *               receive buffer) if bit 1
+ *               receive window) if bit 1
  *   5 read      the connection reads its replies again
  *   6 raw       u16 len, then len bytes sent as they are (partial frames,
  *               a header split across records: what holds budget room);

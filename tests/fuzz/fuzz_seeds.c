@@ -558,18 +558,29 @@ static void seeds_requests(void)
 		save("requests", name, &b);
 
 		/* A client that does not read its replies while it asks for
-		 * large ones (samples of 1024 edges, pulls), and one that
-		 * reads: the reply budget fills, the reader goes on. */
+		 * large ones (rows of 64,000 bytes of a table it makes, more than
+		 * the kernel's socket buffers and the reply budget hold; samples
+		 * of 1024 edges), and one that reads: the reply budget fills,
+		 * the reader goes on. */
 		reset(&b);
 		put_u8(&b, (uint8_t)sv);
 		rec_open(&b, 0, 2);
 		rec_hello(&b, 0, 0, 2, 0);
 		rec_hello(&b, 1, 1, 2, 0);
-		for (int i = 0; i < 24; i++) {
-			req_sample(&r[0], RDPS_SAMPLE_MAX_FANOUT, &big, 1);
+		req_table(&r[0], RDPS_TABLE_CREATE, id ? FUZZ_NUM_TABLES : RDPS_TABLE_ANY_ID, "wide",
+			  60, 16000, RDPS_DTYPE_F32, RDPS_OPT_NONE);
+		rec_req(&b, 0, K_FIXED, &r[0]);
+		reqs_free(r, 1);
+		for (int i = 0; i < 28; i++) {
+			uint64_t lo = id ? 30 : 0, wide[4] = { lo, lo + 9, lo + 19, lo + 29 };
+
+			req_rows(&r[0], RDPS_REQ_PULL, FUZZ_NUM_TABLES, 16000, wide, 4, 0);
 			rec_req(&b, 0, K_FIXED, &r[0]);
 			reqs_free(r, 1);
 			if (i % 4 == 0) {
+				req_sample(&r[0], RDPS_SAMPLE_MAX_FANOUT, &big, 1);
+				rec_req(&b, 0, K_FIXED, &r[0]);
+				reqs_free(r, 1);
 				req_rows(&r[0], RDPS_REQ_PULL, FUZZ_T_ENTITY, 4, ents, 32, 0);
 				rec_req(&b, 1, K_FIXED, &r[0]);
 				reqs_free(r, 1);

@@ -27,7 +27,7 @@
 #define FLIGHT_MS 60000        /* bytes in flight on loopback this long: a finding */
 #define STUCK_ROUNDS 2000      /* sends that move nothing before the harness gives up */
 #define SETTLE_MS 60000        /* a checkpoint thread still running after this: a finding */
-#define SLOW_RCVBUF 4096       /* receive buffer of a client that does not read */
+#define SLOW_WINDOW 4096       /* receive window of a client that does not read */
 /* Memory the servers may hold besides the budgets: per connection its two
  * buffers' first TCP_BUF_OWN (64 KiB each, outside the budgets) and its
  * struct; a checkpoint's two streaming writers (4 x 2 MiB each) and counts;
@@ -391,7 +391,7 @@ void fuzz_conn_open(struct fuzz_conn *c, const struct fuzz_server *fs, bool remo
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	struct pollfd pfd = { .events = POLLOUT };
 	socklen_t sl = sizeof(int);
-	int soerr = 0, rcvbuf = SLOW_RCVBUF, one = 1;
+	int soerr = 0, clamp = SLOW_WINDOW, one = 1;
 
 	memset(c, 0, sizeof(*c));
 	c->remote = remote;
@@ -400,9 +400,12 @@ void fuzz_conn_open(struct fuzz_conn *c, const struct fuzz_server *fs, bool remo
 	FUZZ_CHECK(c->fd >= 0);
 	if (remote)
 		FUZZ_CHECK(!bind(c->fd, (struct sockaddr *)&from, sizeof(from)));
-	/* Before the connect, so the window it offers stays small. */
+	/* Before the connect, so the window it offers stays small. A clamp
+	 * of the window, not a small buffer: segments a small buffer cannot
+	 * take are dropped, and resent only after backed-off timeouts (seconds)
+	 * once the client reads. */
 	if (!reading)
-		FUZZ_CHECK(!setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)));
+		FUZZ_CHECK(!setsockopt(c->fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp, sizeof(clamp)));
 	/* The backlog completes the connection before the server accepts.
 	 * Nonblocking, so libFuzzer's SIGALRM cannot interrupt it half-way. */
 	if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)))
@@ -456,9 +459,15 @@ static int server_end(struct fuzz_conn *c)
  * that does not read stops them for good. */
 static int unacked(int fd)
 {
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
 	int outq = 0, unsent = 0;
 
-	if (fd < 0 || ioctl(fd, SIOCOUTQ, &outq) || ioctl(fd, SIOCOUTQNSD, &unsent))
+	/* A connection its peer reset keeps its counts, but nothing flies. */
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) ||
+	    ti.tcpi_state != TCP_ESTABLISHED)
+		return 0;
+	if (ioctl(fd, SIOCOUTQ, &outq) || ioctl(fd, SIOCOUTQNSD, &unsent))
 		return 0;
 	return outq > unsent ? outq - unsent : 0;
 }
@@ -470,7 +479,9 @@ static bool in_flight(struct fuzz_conn *conns, int nconns)
 
 		if (c->fd < 0 || c->eof)
 			continue;
-		if (unacked(c->fd) || unacked(server_end(c)))
+		/* Replies to a client that does not read stay where they
+		 * are: only a reader's are waited for. */
+		if (unacked(c->fd) || (c->reading && unacked(server_end(c))))
 			return true;
 	}
 	return false;

@@ -118,8 +118,8 @@ struct fuzz_conn {
 };
 
 /* Opens c to fs (from 127.0.0.2 if remote). A connection that does not
- * read has a small receive buffer, so the server's replies pile up in its
- * own buffers (and budget) soon. */
+ * read offers a small receive window (TCP_WINDOW_CLAMP), so the server's
+ * replies pile up in its own buffers (and budget) soon. */
 void fuzz_conn_open(struct fuzz_conn *c, const struct fuzz_server *fs, bool remote,
 		    bool reading);
 /* The client closes c (a reset: no TIME_WAIT) and the harness waits until
