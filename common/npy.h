@@ -30,4 +30,35 @@ int rdps_npy_read(const char *path, const char *want, void **data, uint64_t *row
 int rdps_npy_write(const char *path, const char *descr, const void *data, uint64_t rows,
 		   uint64_t cols, char *err, size_t errlen);
 
+/* Element size and .npy descr of a dtype name ("float32", "bfloat16",
+ * "bool", ...: graph data of any dtype; bfloat16 is stored as "<u2", the
+ * name says what it holds): 0 / NULL if unknown. */
+size_t rdps_npy_dtype_size(const char *dtype);
+const char *rdps_npy_dtype_descr(const char *dtype);
+/* The dtype name of a descr ("<f4" -> "float32"), or NULL. */
+const char *rdps_npy_descr_dtype(const char *descr);
+
+#define RDPS_NPY_MAX_NDIM 8
+
+/* An array parsed in place from a .npy file's bytes. */
+struct rdps_npy {
+	char descr[16];
+	uint32_t ndim;          /* 0 for a scalar */
+	uint64_t shape[RDPS_NPY_MAX_NDIM];
+	size_t elem_size;
+	const void *data;       /* into the buffer parsed */
+	uint64_t data_bytes;
+};
+
+/* Parses buf[0..len) (a whole .npy file named path for messages): any
+ * descr of rdps_npy_descr_dtype, C order, up to RDPS_NPY_MAX_NDIM
+ * dimensions, its length matching its shape. 0 or -EINVAL naming path. */
+int rdps_npy_parse(const void *buf, size_t len, const char *path, struct rdps_npy *out,
+		   char *err, size_t errlen);
+
+/* rdps_npy_write of a descr of rdps_npy_descr_dtype, also giving the
+ * whole file's size and XXH3-64 (either may be NULL). */
+int rdps_npy_write_sum(const char *path, const char *descr, const void *data, uint64_t rows,
+		       uint64_t cols, uint64_t *bytes, uint64_t *xxh3, char *err, size_t errlen);
+
 #endif

@@ -9,10 +9,13 @@
 # all of build/) gets the dataset, its partition, the ip_config, the logs and
 # the embeddings; a second run reuses the dataset and the partition.
 # Environment: QS_STEPS (steps per trainer, default 4000), QS_DIM (400),
-# QS_TRANSPORT (auto: verbs where there is an RDMA device, else tcp).
+# QS_TRANSPORT (auto: verbs where there is an RDMA device, else tcp),
+# RDPS_BUILD_DIR (the build directory, as tests/run.sh takes it; default
+# build in the checkout).
 set -euo pipefail
-src=$(cd "$(dirname "$0")/.." && pwd)
-build=$src/build
+src=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+build=${RDPS_BUILD_DIR:-build}
+case $build in /*) ;; *) build=$src/$build ;; esac
 work=${1:-$build/quickstart}
 mkdir -p "$work"
 work=$(cd "$work" && pwd) # relative to where it was run from
@@ -46,8 +49,8 @@ else
 fi
 
 say "building the rdps tool ($build/rdps)"
-if [ -f "$build/CMakeCache.txt" ]; then # keep the generator it was made with
-	cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [ -f "$build/CMakeCache.txt" ]; then # keep the generator and build type it was made with
+	cmake -S "$src" -B "$build" >/dev/null
 else
 	cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi

@@ -211,7 +211,7 @@ def main(argv):
     num_steps = int(dist.allreduce([len(train)])[0]) // ntrainers // batch
     sampler = dist.NeighborSampler(fan, way=args.sample, seed=args.seed * 1000 + rank)
     eval_sampler = dist.NeighborSampler(eval_fan, way=args.sample, seed=args.seed * 1000 + 500 + rank)
-    loader = dist.DistNodeDataLoader(g, train, sampler, batch, shuffle=True,
+    loader = dist.DistNodeDataLoader(g, train, sampler, batch_size=batch, shuffle=True,
                                      seed=args.seed * 1000 + rank)
 
     def inputs(input_nodes, seeds):
@@ -224,8 +224,8 @@ def main(argv):
         model.eval()
         correct = 0
         with torch.no_grad():
-            for input_nodes, seeds, blocks in dist.DistNodeDataLoader(g, nids, eval_sampler,
-                                                                      4 * args.batch_size):
+            for input_nodes, seeds, blocks in dist.DistNodeDataLoader(
+                    g, nids, eval_sampler, batch_size=4 * args.batch_size):
                 pred = model(blocks, inputs(input_nodes, seeds)).argmax(1)
                 correct += int((pred == label[seeds]).sum())
         model.train()

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * A server's part of a graph partition (partition/graph.c writes them):
- * read, checked, and laid out as the tables rdps/graph.h describes.
+ * A server's part of a graph partition (partition/graph*.c write them):
+ * every file checked against the size and XXH3 partition.json records
+ * (read with the io_uring loader, hashed as it reads), then every array's
+ * shape, slot and edge against the schema, and laid out as the tables
+ * rdps/graph.h describes.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,19 +16,8 @@
 
 #include "common/npy.h"
 #include "rdps/graph.h"
-
-static int failf(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int failf(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
+#include "rdps/partition.h"
+#include "schema.h"
 
 void rdps_graph_part_free(struct rdps_graph_part *p)
 {
@@ -32,98 +25,317 @@ void rdps_graph_part_free(struct rdps_graph_part *p)
 		return;
 	free(p->node_ranges);
 	free(p->edge_ranges);
-	free(p->indptr_rows);
-	free(p->edge_rows);
-	free(p->feat);
-	free(p->labels);
-	for (int m = 0; m < 3; m++)
-		free(p->mask[m]);
+	free(p->in_slot_ranges);
+	free(p->out_slot_ranges);
+	free(p->out_edge_ranges);
+	for (uint32_t i = 0; p->data && i < p->num_data; i++)
+		free(p->data[i].offsets);
+	free(p->data);
+	free(p->meta);
+	free(p->meta_offsets);
+	for (uint32_t i = 0; i < p->num_bufs; i++)
+		free(p->bufs[i]);
+	free(p->bufs);
 	free(p);
 }
 
-/* A json array of k + 1 non-decreasing integers from 0 to total. */
-static int ranges(json_t *root, const char *key, uint32_t k, uint64_t total, uint64_t **out,
-		  const char *path, char *err, size_t errlen)
+struct pl {
+	struct rdps_graph_part *p;
+	const char *dir;
+	json_t *files;
+	struct gschema s;
+	char *err;
+	size_t errlen;
+};
+
+/* dir/name, checked against partition.json's size and XXH3, parsed. */
+static int load_file(struct pl *l, const char *name, struct rdps_npy *a)
 {
-	json_t *a = json_object_get(root, key);
-	uint64_t *r;
-
-	if (!json_is_array(a) || json_array_size(a) != (size_t)k + 1)
-		return failf(err, errlen, -EINVAL, "%s: \"%s\" is not an array of k + 1 = %u "
-			     "offsets", path, key, k + 1);
-	r = calloc((size_t)k + 1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	for (uint32_t i = 0; i <= k; i++) {
-		json_t *v = json_array_get(a, i);
-
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    (i && (uint64_t)json_integer_value(v) < r[i - 1])) {
-			free(r);
-			return failf(err, errlen, -EINVAL, "%s: \"%s\"[%u] is not a non-negative "
-				     "integer at least the one before", path, key, i);
-		}
-		r[i] = (uint64_t)json_integer_value(v);
-	}
-	if (r[0] || r[k] != total) {
-		uint64_t first = r[0], last = r[k];
-
-		free(r);
-		return failf(err, errlen, -EINVAL, "%s: \"%s\" runs from %llu to %llu, not from "
-			     "0 to %llu", path, key, (unsigned long long)first,
-			     (unsigned long long)last, (unsigned long long)total);
-	}
-	*out = r;
-	return 0;
-}
-
-static int json_u64(json_t *o, const char *key, uint64_t *v, const char *path, char *err,
-		    size_t errlen)
-{
-	json_t *x = json_object_get(o, key);
-
-	if (!json_is_integer(x) || json_integer_value(x) < 0)
-		return failf(err, errlen, -EINVAL, "%s: \"%s\" missing or not a non-negative "
-			     "integer", path, key);
-	*v = (uint64_t)json_integer_value(x);
-	return 0;
-}
-
-/* Reads dir/part-P-name.npy of descr, want_rows x want_cols (cols 0: 1-D). */
-static int part_array(const char *dir, uint32_t part, const char *name, const char *descr,
-		      uint64_t want_rows, uint64_t want_cols, void **data, char *err,
-		      size_t errlen)
-{
+	json_t *f = json_object_get(l->files, name);
+	const char *want_hex = json_string_value(json_object_get(f, "xxh3"));
+	json_t *want_bytes = json_object_get(f, "bytes");
 	char path[4096];
-	uint64_t rows, cols;
+	uint64_t sum = 0, want;
+	void *buf = NULL, **bufs;
+	size_t len = 0;
+	char *end;
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/part-%u-%s.npy", dir, part, name);
-	ret = rdps_npy_read(path, descr, data, &rows, &cols, err, errlen);
+	snprintf(path, sizeof(path), "%s/%s", l->dir, name);
+	if (!want_hex || !json_is_integer(want_bytes))
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/partition.json: \"files\" records no "
+			     "size and XXH3 of %s", l->dir, name);
+	want = strtoull(want_hex, &end, 16);
+	if (*end || strlen(want_hex) != 16)
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/partition.json: files.%s.xxh3: want "
+			     "16 hex digits", l->dir, name);
+	ret = rdps_loader_read_file(path, NULL, &buf, &len, &sum, l->err, l->errlen);
 	if (ret)
 		return ret;
-	if (rows != want_rows || cols != want_cols) {
-		free(*data);
-		*data = NULL;
-		return failf(err, errlen, -EINVAL, "%s: shape (%llu, %llu), want (%llu, %llu) "
-			     "as partition.json says", path, (unsigned long long)rows,
-			     (unsigned long long)cols, (unsigned long long)want_rows,
-			     (unsigned long long)want_cols);
+	bufs = realloc(l->p->bufs, (l->p->num_bufs + 1) * sizeof(*bufs));
+	if (!bufs) {
+		free(buf);
+		return -ENOMEM;
 	}
+	l->p->bufs = bufs;
+	bufs[l->p->num_bufs++] = buf;
+	if ((uint64_t)len != (uint64_t)json_integer_value(want_bytes))
+		return rdps_gs_fail(l->err, l->errlen, -EBADMSG, "%s: %zu bytes, partition.json recorded "
+			     "%lld: the file was cut short or replaced (restore it, or partition "
+			     "again)", path, len, (long long)json_integer_value(want_bytes));
+	if (sum != want)
+		return rdps_gs_fail(l->err, l->errlen, -EBADMSG, "%s: damaged: its XXH3 is %016" PRIx64
+			     ", partition.json recorded %016" PRIx64 " (restore the file, or "
+			     "partition again)", path, sum, want);
+	return rdps_npy_parse(buf, len, path, a, l->err, l->errlen);
+}
+
+/* A part's array of int64 rows x cols. */
+static int load_i64(struct pl *l, const char *what, uint64_t rows, uint64_t cols, int64_t **out)
+{
+	char name[64];
+	struct rdps_npy a;
+	int ret;
+
+	snprintf(name, sizeof(name), "part-%u-%s.npy", l->p->part, what);
+	if ((ret = load_file(l, name, &a)))
+		return ret;
+	if (strcmp(a.descr, "<i8") || a.ndim != 2 || a.shape[0] != rows || a.shape[1] != cols)
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/%s: %s of shape (%llu, %llu), want "
+			     "int64 (%llu, %llu) as partition.json says", l->dir, name, a.descr,
+			     (unsigned long long)a.shape[0],
+			     (unsigned long long)(a.ndim > 1 ? a.shape[1] : 0),
+			     (unsigned long long)rows, (unsigned long long)cols);
+	*out = (int64_t *)a.data;
 	return 0;
 }
 
-static const char *const mask_names[3] = { "train_mask", "val_mask", "test_mask" };
+/* In-slots and edges: each edge in exactly its destination's slot of its
+ * etype, ids in range. */
+static int check_in(struct pl *l)
+{
+	struct rdps_graph_part *p = l->p;
+	const struct gschema *s = &l->s;
+	uint32_t q = p->part;
+	uint64_t elo = s->edge_ranges[q], ehi = s->edge_ranges[q + 1], covered = 0;
+	char where[4200];
+
+	snprintf(where, sizeof(where), "%s/part-%u-edges.npy", l->dir, q);
+	for (uint64_t y = elo; y < ehi; y++) {
+		const int64_t *r = p->edge_rows + 4 * (y - elo);
+		uint32_t e = rdps_gschema_edge_type(s, y, NULL), dp, st;
+
+		if (r[0] < 0 || (uint64_t)r[0] >= s->N || r[1] < 0 || (uint64_t)r[1] >= s->N ||
+		    r[3] < 0 || (uint64_t)r[3] >= s->et[e].num ||
+		    (s->typed ? r[2] != (int64_t)e : r[2] < 0))
+			return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: edge %llu (%lld -> %lld, type "
+				     "%lld, original %lld): an id out of range or a type not its "
+				     "etype %u's", where, (unsigned long long)y, (long long)r[0],
+				     (long long)r[1], (long long)r[2], (long long)r[3], e);
+		st = rdps_gschema_node_type(s, (uint64_t)r[0], NULL);
+		if (rdps_gschema_node_type(s, (uint64_t)r[1], &dp) != s->et[e].dst || dp != q ||
+		    st != s->et[e].src)
+			return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: edge %llu (%lld -> %lld) of "
+				     "etype '%s': its endpoints are not of the etype's node types "
+				     "or its destination is not in part %u", where,
+				     (unsigned long long)y, (long long)r[0], (long long)r[1],
+				     s->et[e].canonical, q);
+	}
+	snprintf(where, sizeof(where), "%s/part-%u-inptr.npy", l->dir, q);
+	for (uint32_t t = 0; t < s->T; t++) {
+		const struct gs_type *nt = &s->nt[t];
+
+		for (uint64_t v = nt->lo[q]; v < nt->lo[q] + nt->cnt[q]; v++)
+			for (uint32_t j = 0; j < nt->nin; j++) {
+				uint64_t slot = nt->in_base[q] + (v - nt->lo[q]) * nt->nin + j;
+				const int64_t *r = p->indptr_rows + 2 * (slot - s->in_slot_ranges[q]);
+
+				if (r[0] < (int64_t)elo || r[1] < r[0] || r[1] > (int64_t)ehi)
+					return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: slot %llu "
+						     "[%lld, %lld) is not a range of part %u's "
+						     "edges [%llu, %llu)", where,
+						     (unsigned long long)slot, (long long)r[0],
+						     (long long)r[1], q, (unsigned long long)elo,
+						     (unsigned long long)ehi);
+				for (int64_t y = r[0]; y < r[1]; y++) {
+					const int64_t *er = p->edge_rows + 4 * ((uint64_t)y - elo);
+
+					if ((uint64_t)er[1] != v ||
+					    rdps_gschema_edge_type(s, (uint64_t)y, NULL) != nt->in[j])
+						return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: slot "
+							     "%llu (node %llu, etype %u) holds edge "
+							     "%lld of node %lld", where,
+							     (unsigned long long)slot,
+							     (unsigned long long)v, nt->in[j],
+							     (long long)y, (long long)er[1]);
+				}
+				covered += (uint64_t)(r[1] - r[0]);
+			}
+	}
+	if (covered != ehi - elo)
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: the slots hold %llu edges, the part "
+			     "has %llu", where, (unsigned long long)covered,
+			     (unsigned long long)(ehi - elo));
+	return 0;
+}
+
+/* Out-slots and out-edges: each out-edge of its slot's etype, into a node
+ * of the etype's destination type; the slots tile the part's positions. */
+static int check_out(struct pl *l)
+{
+	struct rdps_graph_part *p = l->p;
+	const struct gschema *s = &l->s;
+	uint32_t q = p->part;
+	uint64_t olo = s->out_edge_ranges[q], ohi = s->out_edge_ranges[q + 1], at = olo;
+	char where[4200];
+
+	snprintf(where, sizeof(where), "%s/part-%u-outptr.npy and -outedges.npy", l->dir, q);
+	for (uint32_t t = 0; t < s->T; t++) {
+		const struct gs_type *nt = &s->nt[t];
+
+		for (uint64_t v = nt->lo[q]; v < nt->lo[q] + nt->cnt[q]; v++)
+			for (uint32_t j = 0; j < nt->nout; j++) {
+				uint64_t slot = nt->out_base[q] + (v - nt->lo[q]) * nt->nout + j;
+				const int64_t *r = p->outptr_rows + 2 * (slot - s->out_slot_ranges[q]);
+				uint32_t e = nt->out[j];
+
+				if (r[0] != (int64_t)at || r[1] < r[0] || r[1] > (int64_t)ohi)
+					return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: out-slot %llu "
+						     "[%lld, %lld) does not follow the one before "
+						     "(at %llu) inside [%llu, %llu)", where,
+						     (unsigned long long)slot, (long long)r[0],
+						     (long long)r[1], (unsigned long long)at,
+						     (unsigned long long)olo,
+						     (unsigned long long)ohi);
+				for (int64_t x = r[0]; x < r[1]; x++) {
+					const int64_t *o = p->outedge_rows + 3 * ((uint64_t)x - olo);
+
+					if (o[0] < 0 || (uint64_t)o[0] >= s->N || o[1] < 0 ||
+					    (uint64_t)o[1] >= s->E ||
+					    rdps_gschema_edge_type(s, (uint64_t)o[1], NULL) != e ||
+					    rdps_gschema_node_type(s, (uint64_t)o[0], NULL) !=
+						    s->et[e].dst ||
+					    (s->typed ? o[2] != (int64_t)e : o[2] < 0) ||
+					    (x > r[0] && o[1] <= o[-2]))
+						return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: out-edge "
+							     "%lld (-> %lld, edge %lld, type %lld) "
+							     "of node %llu: not an edge of etype "
+							     "'%s' into its type, or out of order",
+							     where, (long long)x, (long long)o[0],
+							     (long long)o[1], (long long)o[2],
+							     (unsigned long long)v,
+							     s->et[e].canonical);
+				}
+				at = (uint64_t)r[1];
+			}
+	}
+	if (at != ohi)
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s: the out-slots end at %llu, the part's "
+			     "out-edges at %llu", where, (unsigned long long)at,
+			     (unsigned long long)ohi);
+	return 0;
+}
+
+static int load_data(struct pl *l, bool edge, uint32_t type, const struct gs_data *d,
+		     struct rdps_graph_part_data *out)
+{
+	const struct gs_type *t = edge ? &l->s.et[type] : &l->s.nt[type];
+	uint32_t q = l->p->part;
+	uint64_t rows = t->cnt[q];
+	struct rdps_npy a;
+	char name[300];
+	int ret;
+
+	snprintf(name, sizeof(name), "part-%u-%s.npy", q, d->file);
+	if (strchr(d->file, '/'))
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/partition.json: data '%s': file '%s' "
+			     "is not a name", l->dir, d->name, d->file);
+	if ((ret = load_file(l, name, &a)))
+		return ret;
+	if (!a.ndim || a.shape[0] != rows || a.elem_size != rdps_npy_dtype_size(d->dtype) ||
+	    (rows && a.data_bytes / rows != d->row_bytes))
+		return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/%s: %s of %llu rows, want %llu rows "
+			     "of %u bytes of %s as partition.json says", l->dir, name, a.descr,
+			     (unsigned long long)a.shape[0], (unsigned long long)rows,
+			     d->row_bytes, d->dtype);
+	snprintf(out->name, sizeof(out->name), "%s", d->name);
+	snprintf(out->table, sizeof(out->table), "%s", d->table);
+	snprintf(out->dtype, sizeof(out->dtype), "%s", d->dtype);
+	out->ndim = d->ndim;
+	memcpy(out->shape, d->shape, sizeof(out->shape));
+	out->row_bytes = d->row_bytes;
+	out->table_dtype = d->table_dtype;
+	out->table_elems = d->table_elems;
+	out->num_rows = t->num;
+	out->offsets = malloc(((size_t)l->s.k + 1) * sizeof(uint64_t));
+	if (!out->offsets)
+		return -ENOMEM;
+	memcpy(out->offsets, t->cum, ((size_t)l->s.k + 1) * sizeof(uint64_t));
+	out->rows = (void *)a.data;
+	/* labels below the classes the dataset states */
+	if (!edge && l->s.num_classes && !strcmp(d->name, "label") &&
+	    !strcmp(d->dtype, "int64") && d->row_elems == 1)
+		for (uint64_t i = 0; i < rows; i++) {
+			int64_t v = ((const int64_t *)a.data)[i];
+
+			if (v < 0 || (uint64_t)v >= l->s.num_classes)
+				return rdps_gs_fail(l->err, l->errlen, -EINVAL, "%s/%s: node %llu has label "
+					     "%lld, not one of the %u classes", l->dir, name,
+					     (unsigned long long)(t->lo[q] + i), (long long)v,
+					     l->s.num_classes);
+		}
+	return 0;
+}
+
+static int copy_ranges(uint64_t **dst, const uint64_t *src, uint32_t k)
+{
+	*dst = malloc(((size_t)k + 1) * sizeof(uint64_t));
+	if (!*dst)
+		return -ENOMEM;
+	memcpy(*dst, src, ((size_t)k + 1) * sizeof(uint64_t));
+	return 0;
+}
+
+/* RDPS_GRAPH_META: the JSON without "files", NUL-padded rows on server 0. */
+static int make_meta(struct pl *l, json_t *root)
+{
+	struct rdps_graph_part *p = l->p;
+	json_t *copy = json_copy(root);
+	char *text;
+	size_t len;
+
+	if (!copy)
+		return -ENOMEM;
+	json_object_del(copy, "files");
+	text = json_dumps(copy, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(copy);
+	if (!text)
+		return -ENOMEM;
+	len = strlen(text) + 1;
+	p->meta_rows = (len + RDPS_GRAPH_META_ROW - 1) / RDPS_GRAPH_META_ROW;
+	p->meta = calloc(p->meta_rows, RDPS_GRAPH_META_ROW);
+	p->meta_offsets = calloc((size_t)p->num_parts + 1, sizeof(uint64_t));
+	if (!p->meta || !p->meta_offsets) {
+		free(text);
+		return -ENOMEM;
+	}
+	memcpy(p->meta, text, len);
+	free(text);
+	for (uint32_t i = 1; i <= p->num_parts; i++)
+		p->meta_offsets[i] = p->meta_rows;
+	return 0;
+}
 
 int rdps_graph_part_load(const char *dir, uint32_t part, struct rdps_graph_part **out,
 			 char *err, size_t errlen)
 {
 	struct rdps_graph_part *p = calloc(1, sizeof(*p));
-	int64_t *indptr = NULL, *indices = NULL, *etypes = NULL, *eids = NULL;
+	struct pl l = { .p = p, .dir = dir, .err = err, .errlen = errlen };
+	const struct gschema *s = &l.s;
 	char path[4096];
 	json_error_t je;
-	json_t *root, *ds, *fmt;
-	uint64_t k = 0, n_p, e_p, lo, elo, classes = 0, ntypes = 0;
+	json_t *root;
+	uint32_t nd = 0;
 	int ret;
 
 	if (!p)
@@ -132,131 +344,87 @@ int rdps_graph_part_load(const char *dir, uint32_t part, struct rdps_graph_part 
 	root = json_load_file(path, 0, &je);
 	if (!root) {
 		free(p);
-		return failf(err, errlen, -ENOENT, "%s:%d: %s", path, je.line, je.text);
+		return rdps_gs_fail(err, errlen, -ENOENT, "%s:%d: %s", path, je.line, je.text);
 	}
-	fmt = json_object_get(root, "format");
-	if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "rdps-graph-partition")) {
-		ret = failf(err, errlen, -EINVAL, "%s: not a graph partition (format \"%s\"; "
-			    "make one with rdps partition --data of a graph dataset)", path,
-			    json_is_string(fmt) ? json_string_value(fmt) : "?");
+	if ((ret = rdps_gschema_parse(root, path, &l.s, err, errlen)))
+		goto out;
+	if (part >= s->k) {
+		ret = rdps_gs_fail(err, errlen, -EINVAL, "%s: part %u asked of a partition into %u parts "
+			    "(one server per part: as many servers as parts)", path, part, s->k);
 		goto out;
 	}
-	if ((ret = json_u64(root, "k", &k, path, err, errlen)) ||
-	    (ret = json_u64(root, "num_nodes", &p->num_nodes, path, err, errlen)) ||
-	    (ret = json_u64(root, "num_edges", &p->num_edges, path, err, errlen)) ||
-	    (ret = json_u64(root, "feat_dim", &p->feat_dim, path, err, errlen)))
-		goto out;
-	/* The dataset's class and type counts bound the labels and types
-	 * when it states them. */
-	ds = json_object_get(root, "dataset");
-	classes = json_is_integer(json_object_get(ds, "num_classes"))
-			  ? (uint64_t)json_integer_value(json_object_get(ds, "num_classes"))
-			  : UINT64_MAX;
-	ntypes = json_is_integer(json_object_get(ds, "num_etypes"))
-			 ? (uint64_t)json_integer_value(json_object_get(ds, "num_etypes"))
-			 : UINT64_MAX;
-	if (p->feat_dim > RDPS_MAX_DIM) {
-		ret = failf(err, errlen, -EINVAL, "%s: feat_dim %llu is above the %d a table row "
-			    "holds", path, (unsigned long long)p->feat_dim, RDPS_MAX_DIM);
-		goto out;
-	}
-	if (!k || k > UINT32_MAX || part >= k) {
-		ret = failf(err, errlen, -EINVAL, "%s: part %u asked of a partition into %llu "
-			    "parts (one server per part: as many servers as parts)", path, part,
-			    (unsigned long long)k);
+	l.files = json_object_get(root, "files");
+	if (!json_is_object(l.files)) {
+		ret = rdps_gs_fail(err, errlen, -EINVAL, "%s: no \"files\" (the sizes and checksums of the "
+			    "partition's files)", path);
 		goto out;
 	}
 	p->part = part;
-	p->num_parts = (uint32_t)k;
-	p->num_classes = classes == UINT64_MAX ? 0 : (uint32_t)classes;
-	p->num_etypes = ntypes == UINT64_MAX ? 0 : (uint32_t)ntypes;
-	if ((ret = ranges(root, "node_ranges", p->num_parts, p->num_nodes, &p->node_ranges, path,
-			  err, errlen)) ||
-	    (ret = ranges(root, "edge_ranges", p->num_parts, p->num_edges, &p->edge_ranges, path,
-			  err, errlen)))
+	p->num_parts = s->k;
+	p->num_nodes = s->N;
+	p->num_edges = s->E;
+	p->num_ntypes = s->T;
+	p->num_etypes = s->R;
+	p->num_classes = s->num_classes;
+	if ((ret = copy_ranges(&p->node_ranges, s->node_ranges, s->k)) ||
+	    (ret = copy_ranges(&p->edge_ranges, s->edge_ranges, s->k)) ||
+	    (ret = copy_ranges(&p->in_slot_ranges, s->in_slot_ranges, s->k)) ||
+	    (ret = copy_ranges(&p->out_slot_ranges, s->out_slot_ranges, s->k)) ||
+	    (ret = copy_ranges(&p->out_edge_ranges, s->out_edge_ranges, s->k)))
 		goto out;
-	lo = p->node_ranges[part];
-	n_p = p->node_ranges[part + 1] - lo;
-	elo = p->edge_ranges[part];
-	e_p = p->edge_ranges[part + 1] - elo;
-	if ((ret = part_array(dir, part, "indptr", "<i8", n_p + 1, 0, (void **)&indptr, err,
-			      errlen)) ||
-	    (ret = part_array(dir, part, "indices", "<i8", e_p, 0, (void **)&indices, err,
-			      errlen)) ||
-	    (ret = part_array(dir, part, "etypes", "<i8", e_p, 0, (void **)&etypes, err,
-			      errlen)) ||
-	    (ret = part_array(dir, part, "eids", "<i8", e_p, 0, (void **)&eids, err, errlen)) ||
-	    (ret = part_array(dir, part, "features", "<f4", n_p, p->feat_dim, (void **)&p->feat,
-			      err, errlen)) ||
-	    (ret = part_array(dir, part, "labels", "<i8", n_p, 0, (void **)&p->labels, err,
-			      errlen)))
-		goto out;
-	for (int m = 0; m < 3; m++)
-		if ((ret = part_array(dir, part, mask_names[m], "|u1", n_p, 0, (void **)&p->mask[m],
-				      err, errlen)))
+	/* Server 0 also checks the file every part shares. */
+	if (part == 0) {
+		struct rdps_npy idmap;
+
+		if ((ret = load_file(&l, "idmap.npy", &idmap)))
 			goto out;
-	p->indptr_rows = malloc((n_p ? n_p : 1) * 2 * sizeof(int64_t));
-	p->edge_rows = malloc((e_p ? e_p : 1) * 4 * sizeof(int64_t));
-	if (!p->indptr_rows || !p->edge_rows) {
+		if (strcmp(idmap.descr, "<i8") || idmap.ndim != 1 || idmap.shape[0] != s->N) {
+			ret = rdps_gs_fail(err, errlen, -EINVAL, "%s/idmap.npy: want %llu int64 ids", dir,
+				    (unsigned long long)s->N);
+			goto out;
+		}
+	}
+	if ((ret = load_i64(&l, "inptr", s->in_slot_ranges[part + 1] - s->in_slot_ranges[part], 2,
+			    &p->indptr_rows)) ||
+	    (ret = load_i64(&l, "edges", s->edge_ranges[part + 1] - s->edge_ranges[part], 4,
+			    &p->edge_rows)) ||
+	    (ret = load_i64(&l, "outptr", s->out_slot_ranges[part + 1] -
+				  s->out_slot_ranges[part], 2, &p->outptr_rows)) ||
+	    (ret = load_i64(&l, "outedges", s->out_edge_ranges[part + 1] -
+				    s->out_edge_ranges[part], 3, &p->outedge_rows)))
+		goto out;
+	for (uint32_t t = 0; t < s->T; t++)
+		nd += s->nt[t].ndata;
+	for (uint32_t e = 0; e < s->R; e++)
+		nd += s->et[e].ndata;
+	p->data = calloc(nd + 1, sizeof(*p->data));
+	if (!p->data) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s/part-%u-indptr.npy", dir, part);
-	if (indptr[0] != 0 || (uint64_t)indptr[n_p] != e_p) {
-		ret = failf(err, errlen, -EINVAL, "%s: offsets run from %lld to %lld, not from 0 "
-			    "to the part's %llu edges", path, (long long)indptr[0],
-			    (long long)indptr[n_p], (unsigned long long)e_p);
+	for (uint32_t t = 0; t < s->T; t++)
+		for (uint32_t i = 0; i < s->nt[t].ndata; i++)
+			if ((ret = load_data(&l, false, t, &s->nt[t].data[i],
+					     &p->data[p->num_data++])))
+				goto out;
+	for (uint32_t e = 0; e < s->R; e++)
+		for (uint32_t i = 0; i < s->et[e].ndata; i++)
+			if ((ret = load_data(&l, true, e, &s->et[e].data[i],
+					     &p->data[p->num_data++])))
+				goto out;
+	if (s->T == 1)
+		for (uint32_t i = 0; i < p->num_data; i++)
+			if (!strcmp(p->data[i].name, "feat") && !strcmp(p->data[i].dtype, "float32"))
+				p->feat_dim = p->data[i].table_elems;
+	if ((ret = check_in(&l)) || (ret = check_out(&l)) || (ret = make_meta(&l, root)))
+		goto out;
+	if (5 + p->num_data > RDPS_GRAPH_MAX_TABLES) {
+		ret = rdps_gs_fail(err, errlen, -EINVAL, "%s: %u data tables and the graph's 5: more than "
+			    "the %d a graph may take", path, p->num_data, RDPS_GRAPH_MAX_TABLES);
 		goto out;
 	}
-	for (uint64_t i = 0; i < n_p; i++) {
-		/* Past the part's edges too: the node's edges are read next,
-		 * before any later offset is checked. */
-		if (indptr[i + 1] < indptr[i] || (uint64_t)indptr[i + 1] > e_p) {
-			ret = failf(err, errlen, -EINVAL, "%s: offset %llu (%lld) is below the one "
-				    "before (%lld) or past the part's %llu edges", path,
-				    (unsigned long long)i + 1, (long long)indptr[i + 1],
-				    (long long)indptr[i], (unsigned long long)e_p);
-			goto out;
-		}
-		p->indptr_rows[2 * i] = (int64_t)elo + indptr[i];
-		p->indptr_rows[2 * i + 1] = (int64_t)elo + indptr[i + 1];
-		for (int64_t j = indptr[i]; j < indptr[i + 1]; j++) {
-			int64_t *e = p->edge_rows + 4 * j;
-
-			if (indices[j] < 0 || (uint64_t)indices[j] >= p->num_nodes ||
-			    etypes[j] < 0 || (uint64_t)etypes[j] >= ntypes ||
-			    eids[j] < 0 || (uint64_t)eids[j] >= p->num_edges) {
-				ret = failf(err, errlen, -EINVAL, "%s/part-%u-*.npy: edge %lld: "
-					    "source %lld, type %lld or original id %lld out of "
-					    "range (%llu nodes, %llu types, %llu edges)", dir,
-					    part, (long long)j, (long long)indices[j],
-					    (long long)etypes[j], (long long)eids[j],
-					    (unsigned long long)p->num_nodes,
-					    (unsigned long long)ntypes,
-					    (unsigned long long)p->num_edges);
-				goto out;
-			}
-			e[0] = indices[j];
-			e[1] = (int64_t)(lo + i);
-			e[2] = etypes[j];
-			e[3] = eids[j];
-		}
-	}
-	for (uint64_t i = 0; i < n_p; i++) {
-		if (p->labels[i] < 0 || (uint64_t)p->labels[i] >= classes) {
-			ret = failf(err, errlen, -EINVAL, "%s/part-%u-labels.npy: node %llu has label "
-				    "%lld, not one of the %llu classes", dir, part,
-				    (unsigned long long)(lo + i), (long long)p->labels[i],
-				    (unsigned long long)classes);
-			goto out;
-		}
-	}
-	ret = 0;
 out:
-	free(indptr);
-	free(indices);
-	free(etypes);
-	free(eids);
+	rdps_gschema_free(&l.s);
 	json_decref(root);
 	if (ret) {
 		rdps_graph_part_free(p);
@@ -285,22 +453,27 @@ static void table(struct rdps_server_table_config *t, const char *name, uint64_t
 int rdps_graph_part_tables(const struct rdps_graph_part *p,
 			   struct rdps_server_table_config *tables, uint32_t max)
 {
-	if (max < 7)
+	uint32_t n = 5 + p->num_data;
+
+	if (max < n)
 		return -ENOSPC;
-	table(&tables[0], RDPS_GRAPH_INDPTR, p->num_nodes, p->node_ranges, RDPS_DTYPE_I64, 2,
-	      p->indptr_rows);
-	table(&tables[1], RDPS_GRAPH_EDGES, p->num_edges, p->edge_ranges, RDPS_DTYPE_I64, 4,
+	table(&tables[0], RDPS_GRAPH_META, p->meta_rows, p->meta_offsets, RDPS_DTYPE_U8,
+	      RDPS_GRAPH_META_ROW, p->part == 0 ? p->meta : NULL);
+	table(&tables[1], RDPS_GRAPH_INDPTR, p->in_slot_ranges[p->num_parts], p->in_slot_ranges,
+	      RDPS_DTYPE_I64, 2, p->indptr_rows);
+	table(&tables[2], RDPS_GRAPH_EDGES, p->num_edges, p->edge_ranges, RDPS_DTYPE_I64, 4,
 	      p->edge_rows);
-	table(&tables[2], RDPS_GRAPH_NDATA_PREFIX "feat", p->num_nodes, p->node_ranges,
-	      RDPS_DTYPE_F32, (uint32_t)p->feat_dim, p->feat);
-	table(&tables[3], RDPS_GRAPH_NDATA_PREFIX "label", p->num_nodes, p->node_ranges,
-	      RDPS_DTYPE_I64, 1, p->labels);
-	for (int m = 0; m < 3; m++)
-		table(&tables[4 + m], m == 0 ? RDPS_GRAPH_NDATA_PREFIX "train_mask"
-				      : m == 1 ? RDPS_GRAPH_NDATA_PREFIX "val_mask"
-					       : RDPS_GRAPH_NDATA_PREFIX "test_mask",
-		      p->num_nodes, p->node_ranges, RDPS_DTYPE_U8, 1, p->mask[m]);
-	return 7;
+	table(&tables[3], RDPS_GRAPH_OUTPTR, p->out_slot_ranges[p->num_parts],
+	      p->out_slot_ranges, RDPS_DTYPE_I64, 2, p->outptr_rows);
+	table(&tables[4], RDPS_GRAPH_OUTEDGES, p->out_edge_ranges[p->num_parts],
+	      p->out_edge_ranges, RDPS_DTYPE_I64, 3, p->outedge_rows);
+	for (uint32_t i = 0; i < p->num_data; i++) {
+		const struct rdps_graph_part_data *d = &p->data[i];
+
+		table(&tables[5 + i], d->table, d->num_rows, d->offsets, d->table_dtype,
+		      d->table_elems, d->rows);
+	}
+	return (int)n;
 }
 
 int rdps_graph_part_add_tables(const struct rdps_graph_part *p, struct rdps_server_config *cfg)

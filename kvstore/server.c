@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The server core: request semantics on top of any transport.
+ * The server core: request semantics on top of any transport (the job:
+ * server_job.c; tables clients make: server_tables.c; checkpoints:
+ * server_ckpt.c; their shared state: server_internal.h).
  *
  * Threads (--num_server_threads): the transport serves its connections from
  * num_threads threads (each with its own connections), and the core's
@@ -26,291 +28,7 @@
 #include "rdps/common.h"
 #include "rdps/graph.h"
 #include "rdps/server.h"
-
-struct rdps_server {
-	const struct rdps_transport_ops *ops;
-	struct rdps_tserver *ts;
-	uint32_t num_threads;     /* the transport's progress threads */
-	pthread_mutex_t lock;     /* the job's state below, and the checkpoint's */
-	pthread_mutex_t ckpt_lock; /* one checkpoint written at a time */
-	pthread_t ckpt_thread;
-	bool ckpt_running;        /* ckpt_thread started and not joined */
-	bool ckpt_active;         /* ckpt_thread still answers new waiters */
-	uint32_t ckpt_nwaiters;   /* checkpoint requests answered when it ends */
-	uint64_t ckpt_waiters[64];
-	pthread_t *workers;       /* progress threads 1..num_workers */
-	uint32_t num_workers;
-	int worker_ret;           /* the first fatal transport error of a worker */
-	uint32_t server_id, num_servers;
-	/* Tables 0..num_tables-1: the config's first (num_config_tables: the
-	 * ones checkpoints hold), then the slots of tables clients made (see
-	 * table_request). A slot's shard is NULL while it holds no table;
-	 * requests hold a reference (shard_get) so that a drop frees a shard
-	 * only once no request uses it. */
-	uint32_t num_tables, num_config_tables;
-	struct rdps_shard *shards[RDPS_MAX_TABLES];
-	uint32_t refs[RDPS_MAX_TABLES];
-	struct rdps_table_desc client_tables[RDPS_MAX_TABLES]; /* slots clients made */
-	/* The config's tables of other dtypes and read-only ones (a graph's):
-	 * neither pushed to nor set, nor checkpointed (their rows come from
-	 * their files at every start). */
-	int config_dtype[RDPS_MAX_TABLES];
-	uint32_t config_elems[RDPS_MAX_TABLES];
-	bool read_only[RDPS_MAX_TABLES];
-	/* What the tables take (rdps_shard_footprint), against the budget;
-	 * changed under s->lock. */
-	uint64_t table_budget;    /* --max-table-memory */
-	uint64_t table_bytes;     /* all tables held now */
-	uint64_t footprint[RDPS_MAX_TABLES];
-	int nonfinite;            /* enum rdps_nonfinite */
-	struct rdps_server_stats stats;
-	volatile sig_atomic_t stop;
-	bool keep_alive;
-	uint64_t job_timeout_ns;  /* lease: exit when no client for this long */
-	uint64_t last_client_ns;  /* when a client of the job was last connected */
-	char *ckpt_dir;           /* NULL: no checkpoints */
-	uint64_t ckpt_interval_ns;
-	uint64_t ckpt_seq;        /* the newest present (damaged or not): the next is + 1 */
-	uint64_t ckpt_good;       /* the last one written or restored (0: none) */
-	uint64_t ckpt_last_ns;
-	uint64_t instance;        /* random: tells clients this process from an earlier one */
-	/* Rows of each client's pushes the shards hold, per client id: saved
-	 * with checkpoints, so a client that comes back after a restore learns
-	 * how many of its rows were rolled back. Sized for one job size, kept
-	 * across jobs of that size (a keep-alive server's tables outlive jobs). */
-	uint32_t rows_clients;    /* entries below: the job size they count for */
-	uint64_t *rows_applied;   /* per client id: rows of its pushes applied */
-	uint8_t *rows_met;        /* per client id: said hello to this process */
-	bool rows_unknown;        /* restored from a checkpoint without counts */
-	uint64_t restored_seq;    /* the checkpoint restored at start (0: none) */
-	uint64_t restored_age_ms; /* its age then */
-	bool restore_job_open;    /* no job started since the restore */
-	uint32_t restore_waiting; /* clients of the first job since it not back yet */
-	uint64_t restore_rolled;  /* rows rolled back for those back so far */
-	/* The job: clients that said hello, and the barrier in progress. */
-	uint32_t num_clients;     /* 0 until the first hello of a job */
-	uint32_t connected;       /* clients with an open connection */
-	uint32_t departed;        /* clients that left this job */
-	uint8_t *client_state;    /* per client id: CLIENT_* */
-	/* The collective in progress (barrier or allreduce): every client of
-	 * the job must enter it before any is answered. */
-	uint64_t *barrier_tokens; /* per client id, valid if arrived */
-	uint32_t barrier_arrived;
-	uint32_t coll_type;       /* RDPS_REQ_BARRIER or RDPS_REQ_ALLREDUCE */
-	uint32_t coll_len;        /* allreduce: doubles per vector */
-	double *coll_vec;         /* allreduce: num_clients x RDPS_ALLREDUCE_MAX */
-};
-
-enum { CLIENT_NONE = 0, CLIENT_CONNECTED = 1, CLIENT_IN_BARRIER = 2, CLIENT_LEFT = 4 };
-
-static void job_reset(struct rdps_server *s)
-{
-	free(s->client_state);
-	free(s->barrier_tokens);
-	free(s->coll_vec);
-	s->client_state = NULL;
-	s->barrier_tokens = NULL;
-	s->coll_vec = NULL;
-	s->num_clients = s->connected = s->departed = s->barrier_arrived = 0;
-}
-
-/* Push counts for a job of n clients, all zero (the counts of another job
- * size belong to other clients). The arrays have room for the largest job:
- * pushes add to them from every thread without a lock, so they never move. */
-static int rows_resize(struct rdps_server *s, uint32_t n)
-{
-	memset(s->rows_applied, 0, (size_t)n * sizeof(uint64_t));
-	memset(s->rows_met, 0, n);
-	s->rows_clients = n;
-	s->rows_unknown = false;
-	return 0;
-}
-
-/*
- * A client's hello says how many rows it pushed to this server; the tables
- * hold rows_applied of them. The difference on its first hello to this
- * process is what the restart rolled back (restored from a checkpoint: the
- * rows pushed after it; started without one: all); on a later hello, what
- * its lost connection carried. Answered in the welcome, so the client
- * reports the same number.
- */
-static void rows_hello(struct rdps_server *s, struct rdps_request *req)
-{
-	uint32_t c = req->client_id;
-	uint64_t said = req->pushed_rows, held, lost;
-	bool first = !s->rows_met[c];
-
-	s->rows_met[c] = 1;
-	if (first && s->rows_unknown)
-		s->rows_applied[c] = said; /* nothing to compare with: take its word */
-	held = s->rows_applied[c];
-	req->welcome.rows_held = held;
-	lost = said > held ? said - held : 0;
-	if (!first) {
-		if (lost)
-			rdps_warn("server %u: client %u reconnected: %llu rows it pushed on its "
-				  "previous connection were never applied", s->server_id, c,
-				  (unsigned long long)lost);
-	} else if (s->restored_seq) {
-		RDPS_STAT_ADD(s->stats.rolled_back_rows, lost);
-		s->restore_rolled += lost;
-		if (lost)
-			rdps_warn("server %u: client %u reconnected after a restore: %llu of its "
-				  "pushed rows were rolled back", s->server_id, c,
-				  (unsigned long long)lost);
-		else if (said)
-			rdps_info("server %u: client %u reconnected after a restore: none of its "
-				  "pushed rows were rolled back", s->server_id, c);
-		if (s->restore_waiting && !--s->restore_waiting)
-			rdps_info("server %u: every client of the job is back after the restore "
-				  "from checkpoint %llu: %llu pushed rows in all were rolled back",
-				  s->server_id, (unsigned long long)s->restored_seq,
-				  (unsigned long long)s->restore_rolled);
-	} else if (lost) {
-		RDPS_STAT_ADD(s->stats.rolled_back_rows, lost);
-		rdps_warn("server %u: client %u reconnected to this server, started without a "
-			  "checkpoint: the %llu rows it pushed to the one before were lost",
-			  s->server_id, c, (unsigned long long)lost);
-	}
-}
-
-static void barrier_fail_all(struct rdps_server *s, int status, const char *why)
-{
-	for (uint32_t i = 0; i < s->num_clients; i++) {
-		if (!(s->client_state[i] & CLIENT_IN_BARRIER))
-			continue;
-		s->client_state[i] &= (uint8_t)~CLIENT_IN_BARRIER;
-		s->ops->reply(s->ts, s->barrier_tokens[i], s->coll_type, status, why, strlen(why));
-	}
-	s->barrier_arrived = 0;
-}
-
-static int handle_hello(struct rdps_server *s, struct rdps_request *req)
-{
-	if (!req->num_clients || req->client_id >= req->num_clients) {
-		snprintf(req->errmsg, req->errlen, "client id %u is not below the job's %u clients",
-			 req->client_id, req->num_clients);
-		return -EINVAL;
-	}
-	if (req->num_clients > RDPS_MAX_CLIENTS) {
-		snprintf(req->errmsg, req->errlen, "a job of %u clients is over the limit of %d",
-			 req->num_clients, RDPS_MAX_CLIENTS);
-		return -EINVAL;
-	}
-	if (!s->num_clients) {
-		s->client_state = calloc(req->num_clients, 1);
-		s->barrier_tokens = calloc(req->num_clients, sizeof(uint64_t));
-		if (!s->client_state || !s->barrier_tokens ||
-		    (s->rows_clients != req->num_clients && rows_resize(s, req->num_clients))) {
-			job_reset(s);
-			return -ENOMEM;
-		}
-		s->num_clients = req->num_clients;
-		if (s->restore_job_open) {
-			s->restore_job_open = false;
-			s->restore_waiting = s->num_clients;
-		}
-		rdps_info("server %u: job of %u clients started", s->server_id, s->num_clients);
-	} else if (req->num_clients != s->num_clients) {
-		snprintf(req->errmsg, req->errlen,
-			 "client %u says the job has %u clients, but connected clients said %u",
-			 req->client_id, req->num_clients, s->num_clients);
-		return -EINVAL;
-	}
-	if (s->client_state[req->client_id] & CLIENT_CONNECTED) {
-		snprintf(req->errmsg, req->errlen, "client id %u is already connected",
-			 req->client_id);
-		return -EADDRINUSE;
-	}
-	if (s->client_state[req->client_id] & CLIENT_LEFT)
-		s->departed--; /* it came back */
-	s->client_state[req->client_id] = CLIENT_CONNECTED;
-	s->connected++;
-	rows_hello(s, req);
-	return 0;
-}
-
-static void handle_bye(struct rdps_server *s, struct rdps_request *req)
-{
-	char why[160];
-
-	if (!s->num_clients || req->client_id >= s->num_clients ||
-	    !(s->client_state[req->client_id] & CLIENT_CONNECTED))
-		return;
-	if (s->client_state[req->client_id] & CLIENT_IN_BARRIER)
-		s->barrier_arrived--;
-	s->client_state[req->client_id] = CLIENT_LEFT;
-	s->connected--;
-	s->departed++;
-	if (!s->connected) {
-		rdps_info("server %u: every client of the job disconnected", s->server_id);
-		job_reset(s);
-		return;
-	}
-	/* Waiting for a client that is gone would only end in a timeout. */
-	if (s->barrier_arrived) {
-		snprintf(why, sizeof(why), "client %u left the job before reaching the barrier",
-			 req->client_id);
-		barrier_fail_all(s, -ECONNABORTED, why);
-	}
-}
-
-/* Barrier and allreduce: answered once every client of the job entered. */
-static int handle_collective(struct rdps_server *s, struct rdps_request *req)
-{
-	uint8_t *st = &s->client_state[req->client_id];
-	uint32_t len = (uint32_t)(req->payload_len / sizeof(double));
-	double sum[RDPS_ALLREDUCE_MAX];
-
-	if (*st & CLIENT_IN_BARRIER) {
-		snprintf(req->errmsg, req->errlen, "client %u entered a %s twice", req->client_id,
-			 rdps_req_name((int)s->coll_type));
-		return -EINVAL;
-	}
-	if (s->departed) {
-		snprintf(req->errmsg, req->errlen,
-			 "%u client(s) left the job; the %s cannot complete", s->departed,
-			 rdps_req_name((int)req->type));
-		return -ECONNABORTED;
-	}
-	if (s->barrier_arrived && (req->type != s->coll_type ||
-				   (req->type == RDPS_REQ_ALLREDUCE && len != s->coll_len))) {
-		snprintf(req->errmsg, req->errlen,
-			 "client %u entered a %s of %u values while others are in a %s of %u",
-			 req->client_id, rdps_req_name((int)req->type), len,
-			 rdps_req_name((int)s->coll_type), s->coll_len);
-		return -EINVAL;
-	}
-	if (len && !s->coll_vec) {
-		/* Only jobs that reduce pay for the vectors. */
-		s->coll_vec = calloc((size_t)s->num_clients * RDPS_ALLREDUCE_MAX, sizeof(double));
-		if (!s->coll_vec)
-			return -ENOMEM;
-	}
-	if (!s->barrier_arrived) {
-		s->coll_type = req->type;
-		s->coll_len = len;
-	}
-	if (len)
-		memcpy(s->coll_vec + (size_t)req->client_id * RDPS_ALLREDUCE_MAX, req->payload,
-		       len * sizeof(double));
-	*st |= CLIENT_IN_BARRIER;
-	s->barrier_tokens[req->client_id] = req->token;
-	if (++s->barrier_arrived < s->num_clients)
-		return RDPS_REPLY_DEFERRED;
-	/* Summed in client order: every client gets the same bits. */
-	memset(sum, 0, sizeof(sum));
-	for (uint32_t i = 0; i < s->num_clients; i++)
-		for (uint32_t j = 0; j < s->coll_len; j++)
-			sum[j] += s->coll_vec[(size_t)i * RDPS_ALLREDUCE_MAX + j];
-	for (uint32_t i = 0; i < s->num_clients; i++) {
-		s->client_state[i] &= (uint8_t)~CLIENT_IN_BARRIER;
-		s->ops->reply(s->ts, s->barrier_tokens[i], s->coll_type, 0, sum,
-			      s->coll_len * sizeof(double));
-	}
-	s->barrier_arrived = 0;
-	return RDPS_REPLY_DEFERRED;
-}
+#include "server_internal.h"
 
 /* The shard of table t with a reference held, or NULL (no such table). */
 static struct rdps_shard *shard_get(struct rdps_server *s, uint32_t t)
@@ -394,53 +112,83 @@ static int check_finite(struct rdps_server *s, struct rdps_request *req,
 	return -EDOM;
 }
 
-/* RDPS_REQ_SAMPLE: picks among the in-edges of seeds this server holds. */
-static int handle_sample(struct rdps_server *s, struct rdps_request *req)
+/* RDPS_REQ_STATE: the optimizer state of rows, read or written (saving or
+ * loading a sparse optimizer). Not for read-only tables (they have none). */
+static int handle_state(struct rdps_server *s, struct rdps_request *req)
 {
-	struct rdps_sample_req r;
-	struct rdps_shard_info ii, ei;
-	struct rdps_shard *ip, *ep;
-	int ret;
+	struct rdps_state_req r;
+	struct rdps_shard_info info;
+	struct rdps_shard *sh;
+	uint32_t spr;
+	int ret = 0;
 
-	memcpy(&r, req->payload, sizeof(r));
-	ip = shard_get(s, r.indptr_table);
-	ep = ip ? shard_get(s, r.edges_table) : NULL;
-	if (!ip || !ep) {
-		if (ip)
-			shard_put(s, r.indptr_table);
-		snprintf(req->errmsg, req->errlen, "sample over unknown tables %u and %u on "
-			 "server %u", r.indptr_table, r.edges_table, s->server_id);
-		return -ENOENT;
-	}
-	rdps_shard_info(ip, &ii);
-	rdps_shard_info(ep, &ei);
-	if (!s->read_only[r.indptr_table] || !s->read_only[r.edges_table] ||
-	    strcmp(ii.name, RDPS_GRAPH_INDPTR) || strcmp(ei.name, RDPS_GRAPH_EDGES)) {
-		snprintf(req->errmsg, req->errlen, "tables '%s' and '%s' are not a graph's "
-			 "'%s' and '%s'", ii.name, ei.name, RDPS_GRAPH_INDPTR, RDPS_GRAPH_EDGES);
+	memcpy(&r, req->payload, sizeof(r)); /* length checked by the transport */
+	req->table = r.table;
+	req->n = r.n;
+	req->ids = (const uint64_t *)((const char *)req->payload + sizeof(r));
+	if (!(sh = check_rows(s, req, &ret)))
+		return ret;
+	rdps_shard_info(sh, &info);
+	spr = rdps_shard_state_per_row(sh);
+	if (!spr || spr != r.floats_per_row) {
+		snprintf(req->errmsg, req->errlen, "table '%s' keeps %u float(s) of optimizer state "
+			 "a row (optimizer %s); this asks for %u", info.name, spr,
+			 rdps_optimizer_name(info.optimizer), r.floats_per_row);
+		ret = -EINVAL;
+	} else if (r.op == RDPS_STATE_WRITE) {
+		if (s->read_only[r.table]) {
+			ret = -EPERM;
+		} else {
+			rdps_shard_state_write(sh, req->ids, r.n,
+					       (const float *)(req->ids + r.n));
+		}
+	} else if (req->reply_cap < (size_t)r.n * spr * 4) {
 		ret = -EINVAL;
 	} else {
-		ret = rdps_sample_serve(&ii, &ei, req->payload, req->payload_len, req->reply,
-					req->reply_cap, &req->reply_len, req->errmsg, req->errlen);
+		rdps_shard_state_read(sh, req->ids, r.n, req->reply);
+		req->reply_len = (size_t)r.n * spr * 4;
 	}
-	shard_put(s, r.edges_table);
-	shard_put(s, r.indptr_table);
+	shard_put(s, r.table);
+	return ret;
+}
+
+/* RDPS_REQ_SAMPLE: picks among the edges of slots this server holds
+ * (graph_sample.c checks the tables are a graph's). */
+static int handle_sample(struct rdps_server *s, struct rdps_request *req)
+{
+	uint32_t ids[2 + RDPS_SAMPLE_MAX_GROUPS], n, got = 0;
+	struct rdps_shard_info info[2 + RDPS_SAMPLE_MAX_GROUPS];
+	int ret = 0;
+
+	n = rdps_sample_req_tables(req->payload, ids, 2 + RDPS_SAMPLE_MAX_GROUPS);
+	for (; got < n; got++) {
+		struct rdps_shard *sh = shard_get(s, ids[got]);
+
+		if (!sh) {
+			snprintf(req->errmsg, req->errlen, "sample over unknown table %u on server "
+				 "%u", ids[got], s->server_id);
+			ret = -ENOENT;
+			break;
+		}
+		rdps_shard_info(sh, &info[got]);
+		if (!s->read_only[ids[got]]) {
+			snprintf(req->errmsg, req->errlen, "sample over table '%s', which is not a "
+				 "graph's (read-only)", info[got].name);
+			ret = -EINVAL;
+			got++;
+			break;
+		}
+	}
+	if (!ret)
+		ret = rdps_sample_serve(info, n, req->payload, req->payload_len, req->reply,
+					req->reply_cap, &req->reply_len, req->errmsg, req->errlen);
+	while (got)
+		shard_put(s, ids[--got]);
 	if (!ret) {
 		RDPS_STAT_ADD(s->stats.bytes_in, req->payload_len);
 		RDPS_STAT_ADD(s->stats.bytes_out, req->reply_len);
 	}
 	return ret;
-}
-
-/* The config's tables a checkpoint holds (not the read-only ones). */
-static uint32_t ckpt_shards(const struct rdps_server *s, struct rdps_shard **out)
-{
-	uint32_t n = 0;
-
-	for (uint32_t t = 0; t < s->num_config_tables; t++)
-		if (!s->read_only[t])
-			out[n++] = s->shards[t];
-	return n;
 }
 
 /* A consistent-enough copy of counters other threads add to (each field
@@ -455,45 +203,6 @@ static void stats_copy(const struct rdps_server_stats *from, struct rdps_server_
 		t[i] = __atomic_load_n(&f[i], __ATOMIC_RELAXED);
 }
 
-static void *checkpoint_main(void *arg);
-
-/* Starts the checkpoint thread (s->lock held, none active): one that ended
- * is joined first (it is only returning). */
-static int checkpoint_spawn(struct rdps_server *s)
-{
-	if (s->ckpt_running) {
-		pthread_join(s->ckpt_thread, NULL);
-		s->ckpt_running = false;
-	}
-	if (pthread_create(&s->ckpt_thread, NULL, checkpoint_main, s))
-		return -EAGAIN;
-	s->ckpt_running = s->ckpt_active = true;
-	return 0;
-}
-
-/* A checkpoint request: answered when the checkpoint thread is done, so the
- * connection's thread (and its pushes) goes on meanwhile. Called locked. */
-static int checkpoint_async(struct rdps_server *s, struct rdps_request *req)
-{
-	if (!s->ckpt_dir) {
-		snprintf(req->errmsg, req->errlen,
-			 "server %u was started without a checkpoint directory", s->server_id);
-		return -EOPNOTSUPP;
-	}
-	if (s->ckpt_nwaiters == RDPS_ARRAY_SIZE(s->ckpt_waiters)) {
-		snprintf(req->errmsg, req->errlen, "%u checkpoint requests are waiting already",
-			 s->ckpt_nwaiters);
-		return -EBUSY;
-	}
-	s->ckpt_waiters[s->ckpt_nwaiters++] = req->token;
-	if (!s->ckpt_active && checkpoint_spawn(s)) {
-		s->ckpt_nwaiters--;
-		snprintf(req->errmsg, req->errlen, "no thread for the checkpoint");
-		return -EAGAIN;
-	}
-	return RDPS_REPLY_DEFERRED;
-}
-
 /* The job's requests: rare, and serialised by s->lock. */
 static int handle_control(struct rdps_server *s, struct rdps_request *req)
 {
@@ -504,15 +213,15 @@ static int handle_control(struct rdps_server *s, struct rdps_request *req)
 		req->welcome.instance = s->instance;
 		req->welcome.ckpt_seq = s->restored_seq;
 		req->welcome.ckpt_age_ms = s->restored_age_ms;
-		ret = req->observer ? 0 : handle_hello(s, req);
+		ret = req->observer ? 0 : rdps_sv_hello(s, req);
 		break;
 	case RDPS_REQ_BYE:
 		if (!req->observer)
-			handle_bye(s, req);
+			rdps_sv_bye(s, req);
 		return 0;
 	case RDPS_REQ_BARRIER:
 	case RDPS_REQ_ALLREDUCE:
-		ret = handle_collective(s, req);
+		ret = rdps_sv_collective(s, req);
 		break;
 	case RDPS_REQ_CHECKPOINT:
 		if (req->observer && !req->admin) {
@@ -521,7 +230,7 @@ static int handle_control(struct rdps_server *s, struct rdps_request *req)
 				 "machine", s->server_id);
 			return -EACCES;
 		}
-		ret = checkpoint_async(s, req);
+		ret = rdps_sv_ckpt_request(s, req);
 		break;
 	case RDPS_REQ_SHUTDOWN:
 		if (req->observer && !req->admin) {
@@ -546,369 +255,6 @@ static int handle_control(struct rdps_server *s, struct rdps_request *req)
 		return -EOPNOTSUPP;
 	}
 	return ret;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Tables clients make (DGL's DistTensor): RDPS_REQ_TABLE, under s->lock.   */
-
-/* "1000 rows x 16 float32" */
-static const char *shape_str(char *buf, size_t len, uint64_t rows, uint32_t elems, int dtype)
-{
-	snprintf(buf, len, "%llu rows x %u %s", (unsigned long long)rows, elems,
-		 rdps_dtype_name(dtype) ? rdps_dtype_name(dtype) : "?");
-	return buf;
-}
-
-/* The slot of the table called name, or -1. */
-static int table_by_name(const struct rdps_server *s, const char *name)
-{
-	for (uint32_t t = 0; t < s->num_tables; t++) {
-		struct rdps_shard_info info;
-
-		if (!s->shards[t])
-			continue;
-		rdps_shard_info(s->shards[t], &info);
-		if (!strcmp(info.name, name))
-			return (int)t;
-	}
-	return -1;
-}
-
-/* The desc of slot t as this server exposes it (RDMA keys included). */
-static void table_desc(const struct rdps_server *s, uint32_t t, struct rdps_table_desc *d)
-{
-	if (t >= s->num_config_tables) {
-		*d = s->client_tables[t];
-		return;
-	}
-	/* A config table: float32 rows as its shard holds them. */
-	{
-		struct rdps_shard_info info;
-
-		rdps_shard_info(s->shards[t], &info);
-		memset(d, 0, sizeof(*d));
-		snprintf(d->name, sizeof(d->name), "%s", info.name);
-		d->table_id = t;
-		d->dim = d->elems = info.dim;
-		d->num_rows = info.num_rows;
-		d->lo = info.lo;
-		d->hi = info.hi;
-		d->stride = (uint32_t)info.stride;
-		d->optimizer = (uint32_t)info.optimizer;
-		d->dtype = (uint32_t)s->config_dtype[t];
-		d->elems = s->config_elems[t] ? s->config_elems[t] : info.dim;
-	}
-}
-
-/* Whether a table (or a change of one) of need more bytes fits the table
- * budget; if not, a reason naming the budget in req. */
-static bool table_fits(struct rdps_server *s, struct rdps_request *req, const char *what,
-		       uint64_t need)
-{
-	char a[32], b[32], c[32];
-
-	if (s->table_bytes <= s->table_budget && need <= s->table_budget - s->table_bytes)
-		return true;
-	snprintf(req->errmsg, req->errlen, "%s needs %s on server %u, but its tables may take "
-		 "%s (--max-table-memory) and hold %s already", what,
-		 rdps_bytes_str(need, a, sizeof(a)), s->server_id,
-		 rdps_bytes_str(s->table_budget, b, sizeof(b)),
-		 rdps_bytes_str(s->table_bytes, c, sizeof(c)));
-	return false;
-}
-
-/* The first control byte of a table name from the wire, or -1: such names
- * are refused, so none reaches a log, a file name or a terminal. */
-static int name_control_byte(const char *name)
-{
-	for (int i = 0; name[i]; i++)
-		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
-			return i;
-	return -1;
-}
-
-static int table_create(struct rdps_server *s, const struct rdps_table_req *tr,
-			struct rdps_request *req, uint32_t *id)
-{
-	uint64_t words64 = rdps_dtype_row_words((int)tr->dtype, tr->elems);
-	uint32_t words = words64 <= RDPS_MAX_DIM ? (uint32_t)words64 : 0;
-	uint64_t off[2], need;
-	struct rdps_shard_params sp = {
-		.name = tr->name, .dim = words, .num_rows = tr->num_rows,
-		.init = (int)tr->init, .init_range = tr->init_range, .seed = tr->seed,
-		.optimizer = (int)tr->optimizer, .lr = tr->lr, .eps = tr->eps,
-		.beta1 = tr->beta1, .beta2 = tr->beta2,
-	};
-	struct rdps_region r = { 0 };
-	struct rdps_shard_info info;
-	struct rdps_shard *sh;
-	char a[96], b[96];
-	int t = table_by_name(s, tr->name), ret;
-
-	if (name_control_byte(tr->name) >= 0) {
-		snprintf(req->errmsg, req->errlen, "table name has a control byte (0x%02x) at "
-			 "offset %d", (unsigned char)tr->name[name_control_byte(tr->name)],
-			 name_control_byte(tr->name));
-		return -EINVAL;
-	}
-	if (!tr->name[0] || tr->dtype >= RDPS_DTYPE_COUNT || !tr->elems || !tr->num_rows ||
-	    !words || (tr->init != RDPS_INIT_ZEROS && tr->init != RDPS_INIT_UNIFORM) ||
-	    (tr->dtype != RDPS_DTYPE_F32 && (tr->init != RDPS_INIT_ZEROS ||
-					     tr->optimizer != RDPS_OPT_NONE))) {
-		snprintf(req->errmsg, req->errlen, "table '%s': bad shape %s (rows and elements "
-			 "above 0, rows of at most %d 32-bit words: this is %llu), or an init or "
-			 "optimizer its dtype cannot have (only float32 tables start uniform "
-			 "or take gradients)", tr->name,
-			 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype),
-			 RDPS_MAX_DIM, (unsigned long long)words64);
-		return -EINVAL;
-	}
-	if (t >= 0) {
-		struct rdps_table_desc d;
-
-		/* Made already (by another client of the job, most likely):
-		 * the same shape is the same table; another is an error. */
-		table_desc(s, (uint32_t)t, &d);
-		if (d.num_rows != tr->num_rows || (d.elems ? d.elems : d.dim) != tr->elems ||
-		    d.dtype != tr->dtype ||
-		    (tr->table_id != RDPS_TABLE_ANY_ID && tr->table_id != (uint32_t)t)) {
-			snprintf(req->errmsg, req->errlen, "table '%s' exists on server %u as %s "
-				 "(table %d); this asks for %s%s", tr->name, s->server_id,
-				 shape_str(a, sizeof(a), d.num_rows, d.elems ? d.elems : d.dim,
-					   (int)d.dtype),
-				 t, shape_str(b, sizeof(b), tr->num_rows, tr->elems, (int)tr->dtype),
-				 tr->table_id != RDPS_TABLE_ANY_ID && tr->table_id != (uint32_t)t
-					 ? " in another slot" : "");
-			return -EEXIST;
-		}
-		*id = (uint32_t)t;
-		return 0;
-	}
-	if (tr->table_id == RDPS_TABLE_ANY_ID) {
-		if (s->server_id != 0) {
-			snprintf(req->errmsg, req->errlen, "tables are made on server 0 first");
-			return -EINVAL;
-		}
-		/* The lowest free slot after the config's tables. */
-		for (t = (int)s->num_config_tables; t < RDPS_MAX_TABLES && s->shards[t]; t++)
-			;
-		if (t == RDPS_MAX_TABLES) {
-			snprintf(req->errmsg, req->errlen, "server %u holds %d tables already, the "
-				 "most it can", s->server_id, RDPS_MAX_TABLES);
-			return -ENOSPC;
-		}
-	} else {
-		t = (int)tr->table_id;
-		if (t < (int)s->num_config_tables || t >= RDPS_MAX_TABLES || s->shards[t]) {
-			snprintf(req->errmsg, req->errlen, "table '%s' cannot go into slot %d of "
-				 "server %u (another table is there)", tr->name, t, s->server_id);
-			return -EEXIST;
-		}
-	}
-	/* Rows split evenly over the servers, as --table's are (the first
-	 * num_rows % servers get one more: rdps_book_even). */
-	{
-		uint64_t q = tr->num_rows / s->num_servers, extra = tr->num_rows % s->num_servers;
-		uint64_t i = s->server_id;
-
-		off[0] = i * q + (i < extra ? i : extra);
-		off[1] = off[0] + q + (i < extra ? 1 : 0);
-	}
-	sp.table_id = (uint32_t)t;
-	sp.lo = off[0];
-	sp.hi = off[1];
-	/* Held against the budget before anything is allocated: a 96-byte
-	 * request must not make the server zero gigabytes (or wrap a size). */
-	if (rdps_shard_footprint(&sp, &need)) {
-		snprintf(req->errmsg, req->errlen, "table '%s' (%s): rows [%llu, %llu) of %u "
-			 "words on server %u do not fit in 64-bit sizes", tr->name,
-			 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype),
-			 (unsigned long long)off[0], (unsigned long long)off[1], words,
-			 s->server_id);
-		return -EOVERFLOW;
-	}
-	snprintf(b, sizeof(b), "table '%s' (%s)", tr->name,
-		 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype));
-	if (!table_fits(s, req, b, need))
-		return -ENOSPC;
-	ret = rdps_shard_create(&sp, &sh);
-	if (ret) {
-		snprintf(req->errmsg, req->errlen, "table '%s' (%s) on server %u: %s", tr->name,
-			 shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype), s->server_id,
-			 ret == -EINVAL ? "invalid optimizer settings" : rdps_strerror(ret));
-		return ret;
-	}
-	rdps_shard_set_concurrent(sh, true); /* clients write while others read */
-	rdps_shard_info(sh, &info);
-	snprintf(r.desc.name, sizeof(r.desc.name), "%s", tr->name);
-	r.desc.table_id = (uint32_t)t;
-	r.desc.dim = words;
-	r.desc.num_rows = tr->num_rows;
-	r.desc.lo = info.lo;
-	r.desc.hi = info.hi;
-	r.desc.stride = (uint32_t)info.stride;
-	r.desc.optimizer = tr->optimizer;
-	r.desc.dtype = tr->dtype;
-	r.desc.elems = tr->elems;
-	r.base = info.base;
-	r.len = info.len;
-	ret = s->ops->add_region(s->ts, &r);
-	if (ret) {
-		snprintf(req->errmsg, req->errlen, "table '%s': the %s transport cannot expose "
-			 "it: %s", tr->name, s->ops->name, rdps_strerror(ret));
-		rdps_shard_destroy(sh);
-		return ret;
-	}
-	s->client_tables[t] = r.desc;
-	s->footprint[t] = need;
-	s->table_bytes += need;
-	__atomic_store_n(&s->shards[t], sh, __ATOMIC_RELEASE);
-	if ((uint32_t)t >= s->num_tables)
-		__atomic_store_n(&s->num_tables, (uint32_t)t + 1, __ATOMIC_RELEASE);
-	rdps_info("server %u: table '%s' (%s, optimizer %s) made by client %u in slot %d: "
-		  "rows [%llu, %llu) here", s->server_id, tr->name,
-		  shape_str(a, sizeof(a), tr->num_rows, tr->elems, (int)tr->dtype),
-		  rdps_optimizer_name((int)tr->optimizer), req->client_id, t,
-		  (unsigned long long)info.lo, (unsigned long long)info.hi);
-	*id = (uint32_t)t;
-	return 0;
-}
-
-/* Drops a table clients made, once no request uses it. */
-static int table_drop(struct rdps_server *s, uint32_t t, struct rdps_request *req)
-{
-	struct rdps_shard *sh = s->shards[t];
-
-	if (t < s->num_config_tables) {
-		snprintf(req->errmsg, req->errlen, "table '%s' is the server's own (--table or "
-			 "--partition): clients cannot drop it", s->client_tables[t].name);
-		return -EPERM;
-	}
-	__atomic_store_n(&s->shards[t], NULL, __ATOMIC_RELEASE);
-	s->ops->remove_region(s->ts, t);
-	/* Requests that took the shard before finish first (they are short). */
-	while (__atomic_load_n(&s->refs[t], __ATOMIC_ACQUIRE))
-		sched_yield();
-	rdps_info("server %u: table '%s' dropped by client %u", s->server_id,
-		  s->client_tables[t].name, req->client_id);
-	memset(&s->client_tables[t], 0, sizeof(s->client_tables[t]));
-	rdps_shard_destroy(sh);
-	s->table_bytes -= s->footprint[t];
-	s->footprint[t] = 0;
-	return 0;
-}
-
-static int table_request(struct rdps_server *s, struct rdps_request *req)
-{
-	struct rdps_table_req tr;
-	struct rdps_table_desc *d = req->reply;
-	struct rdps_shard_info si;
-	uint32_t id = 0;
-	int t, ret;
-
-	if (req->payload_len != sizeof(tr) || req->reply_cap < sizeof(*d))
-		return -EINVAL;
-	memcpy(&tr, req->payload, sizeof(tr));
-	tr.name[RDPS_TABLE_NAME_MAX - 1] = '\0';
-	switch (tr.op) {
-	case RDPS_TABLE_CREATE:
-		ret = table_create(s, &tr, req, &id);
-		break;
-	case RDPS_TABLE_LOOKUP:
-	case RDPS_TABLE_DROP:
-	case RDPS_TABLE_SET_OPTIMIZER:
-		t = table_by_name(s, tr.name);
-		if (t < 0) {
-			snprintf(req->errmsg, req->errlen, "no table '%s' on server %u", tr.name,
-				 s->server_id);
-			return -ENOENT;
-		}
-		id = (uint32_t)t;
-		ret = 0;
-		if (tr.op == RDPS_TABLE_DROP) {
-			table_desc(s, id, d);
-			req->reply_len = sizeof(*d);
-			return table_drop(s, id, req);
-		}
-		if (tr.op == RDPS_TABLE_SET_OPTIMIZER) {
-			struct rdps_table_desc cur;
-
-			table_desc(s, id, &cur);
-			if (s->read_only[id] && tr.optimizer != RDPS_OPT_NONE) {
-				snprintf(req->errmsg, req->errlen, "table '%s' is read-only (loaded "
-					 "from its files by the server): it takes no gradients",
-					 tr.name);
-				return -EPERM;
-			}
-			if (cur.dtype != RDPS_DTYPE_F32 && tr.optimizer != RDPS_OPT_NONE) {
-				snprintf(req->errmsg, req->errlen, "table '%s' holds %s: only float32 "
-					 "tables take gradients", tr.name, rdps_dtype_name((int)cur.dtype));
-				return -EINVAL;
-			}
-			/* Every client may ask for it: the same settings are no
-			 * change (its state, which training built, stays). */
-			rdps_shard_info(s->shards[id], &si);
-			{
-				float eps = tr.eps > 0 ? tr.eps
-					    : tr.optimizer == RDPS_OPT_ADAM ? RDPS_ADAM_EPS
-									   : RDPS_ADAGRAD_EPS;
-
-				if (si.optimizer == (int)tr.optimizer && si.lr == tr.lr && si.eps == eps &&
-				    si.beta1 == (tr.beta1 > 0 ? tr.beta1 : RDPS_ADAM_BETA1) &&
-				    si.beta2 == (tr.beta2 > 0 ? tr.beta2 : RDPS_ADAM_BETA2))
-					break;
-			}
-			{
-				/* The new optimizer's state is allocated before the
-				 * old one is freed: both count against the budget. */
-				struct rdps_shard_params fp = {
-					.dim = si.dim, .lo = si.lo, .hi = si.hi,
-					.optimizer = (int)tr.optimizer,
-				};
-				uint64_t fresh, rows_only;
-				char what[96];
-
-				fp.optimizer = RDPS_OPT_NONE;
-				if (rdps_shard_footprint(&fp, &rows_only))
-					return -EOVERFLOW;
-				fp.optimizer = (int)tr.optimizer;
-				if (rdps_shard_footprint(&fp, &fresh)) {
-					snprintf(req->errmsg, req->errlen, "table '%s': the state of "
-						 "optimizer %u does not fit in 64-bit sizes", tr.name,
-						 tr.optimizer);
-					return -EOVERFLOW;
-				}
-				snprintf(what, sizeof(what), "optimizer %s for table '%s'",
-					 rdps_optimizer_name((int)tr.optimizer), tr.name);
-				if (!table_fits(s, req, what, fresh - rows_only))
-					return -ENOSPC;
-				ret = rdps_shard_set_optimizer(s->shards[id], (int)tr.optimizer, tr.lr,
-							       tr.eps, tr.beta1, tr.beta2);
-				if (!ret) {
-					s->table_bytes = s->table_bytes - s->footprint[id] + fresh;
-					s->footprint[id] = fresh;
-				}
-			}
-			if (ret) {
-				snprintf(req->errmsg, req->errlen, "table '%s': optimizer %u with lr "
-					 "%g, eps %g, betas %g, %g: %s", tr.name, tr.optimizer, tr.lr,
-					 tr.eps, tr.beta1, tr.beta2, ret == -EINVAL ? "invalid"
-									 : rdps_strerror(ret));
-				return ret;
-			}
-			if (id >= s->num_config_tables)
-				s->client_tables[id].optimizer = tr.optimizer;
-		}
-		break;
-	default:
-		snprintf(req->errmsg, req->errlen, "unknown table operation %u", tr.op);
-		return -EOPNOTSUPP;
-	}
-	if (ret)
-		return ret;
-	table_desc(s, id, d);
-	req->reply_len = sizeof(*d);
-	return 0;
 }
 
 static int handle(void *ctx, struct rdps_request *req)
@@ -975,9 +321,12 @@ static int handle(void *ctx, struct rdps_request *req)
 		/* Read-only tables: no lock. */
 		ret = handle_sample(s, req);
 		break;
+	case RDPS_REQ_STATE:
+		ret = handle_state(s, req);
+		break;
 	case RDPS_REQ_TABLE:
 		pthread_mutex_lock(&s->lock);
-		ret = table_request(s, req);
+		ret = rdps_sv_table_request(s, req);
 		pthread_mutex_unlock(&s->lock);
 		break;
 	case RDPS_REQ_FLUSH:
@@ -1000,43 +349,6 @@ static int handle(void *ctx, struct rdps_request *req)
 	if (ret >= 0 && req->type < 16)
 		RDPS_STAT_ADD(s->stats.requests[req->type], 1);
 	return ret;
-}
-
-/* --resume: the newest valid checkpoint, with the push counts it holds. */
-static int restore(struct rdps_server *s, char *err, size_t errlen)
-{
-	struct rdps_ckpt_info info;
-	struct timespec now;
-	uint64_t now_ms;
-	int ret;
-
-	struct rdps_shard *ck[RDPS_MAX_TABLES];
-	uint32_t nck = ckpt_shards(s, ck);
-
-	ret = rdps_ckpt_restore(s->ckpt_dir, s->server_id, ck, nck, &info, err, errlen);
-	if (ret)
-		return ret;
-	clock_gettime(CLOCK_REALTIME, &now);
-	now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
-	/* ckpt_seq stays the newest present: after a fallback past a damaged
-	 * one, the next is numbered after the damaged one. */
-	s->ckpt_good = s->restored_seq = info.seq;
-	s->restored_age_ms = now_ms > info.time_unix_ms ? now_ms - info.time_unix_ms : 0;
-	s->restore_job_open = true;
-	s->rows_clients = info.job.num_clients <= RDPS_MAX_CLIENTS ? info.job.num_clients : 0;
-	if (info.job.pushed_rows)
-		memcpy(s->rows_applied, info.job.pushed_rows,
-		       (size_t)s->rows_clients * sizeof(uint64_t));
-	free(info.job.pushed_rows);
-	memset(s->rows_met, 0, RDPS_MAX_CLIENTS);
-	s->rows_unknown = !info.job_known;
-	rdps_info("server %u: restored checkpoint %llu of %s/server-%u, written %.1f s before: "
-		  "rows pushed to this server since then are rolled back%s", s->server_id,
-		  (unsigned long long)info.seq, s->ckpt_dir, s->server_id,
-		  s->restored_age_ms / 1e3,
-		  info.job_known ? " (each client's count is logged as it reconnects)"
-				 : " (the checkpoint predates push counts: how many is unknown)");
-	return 0;
 }
 
 /* A config table's rows from memory (packed elems each; rows
@@ -1073,56 +385,6 @@ static int load_rows(struct rdps_shard *sh, const struct rdps_server_table_confi
 	free(ids);
 	free(buf);
 	return 0;
-}
-
-/* Whether this process may lock memory past RLIMIT_MEMLOCK (CAP_IPC_LOCK,
- * root's by default): then the limit does not bound registrations. */
-static bool may_lock_any(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	unsigned long long caps = 0;
-	char line[256];
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "CapEff: %llx", &caps) == 1;
-	fclose(f);
-	return found && (caps >> 14 & 1); /* CAP_IPC_LOCK */
-}
-
-uint64_t rdps_server_default_table_budget(const char *transport, char *why, size_t whylen)
-{
-	const struct rdps_transport_ops *ops = rdps_transport_find(transport ? transport : "tcp");
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-	uint64_t budget = ram / 2;
-	struct rdps_transport_info ti = { 0 };
-	struct rlimit rl;
-	char a[32], b[32];
-
-	if (why && whylen)
-		snprintf(why, whylen, "half of the machine's %s of memory",
-			 rdps_bytes_str(ram, a, sizeof(a)));
-	if (ops && ops->query)
-		ops->query(1, &ti);
-	if (ti.pins_tables && !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
-	    !may_lock_any()) {
-		uint64_t lock = (uint64_t)rl.rlim_cur > ti.server_pinned_bytes
-					? (uint64_t)rl.rlim_cur - ti.server_pinned_bytes : 0;
-
-		if (lock < budget) {
-			budget = lock;
-			if (why && whylen)
-				snprintf(why, whylen, "the locked-memory limit (ulimit -l) of %s less "
-					 "the %s the %s transport pins besides tables",
-					 rdps_bytes_str((uint64_t)rl.rlim_cur, a, sizeof(a)),
-					 rdps_bytes_str(ti.server_pinned_bytes, b, sizeof(b)),
-					 ops->name);
-		}
-	}
-	return budget;
 }
 
 int rdps_server_create(const struct rdps_server_config *cfg,
@@ -1289,7 +551,7 @@ int rdps_server_create(const struct rdps_server_config *cfg,
 			ret = -EINVAL;
 			goto err_destroy_shards;
 		}
-		ret = restore(s, err, errlen);
+		ret = rdps_sv_restore(s, err, errlen);
 		if (ret)
 			goto err_destroy_shards;
 	}
@@ -1336,118 +598,6 @@ err_free:
 int rdps_server_poll(struct rdps_server *s, int timeout_ms)
 {
 	return s->ops->progress(s->ts, 0, timeout_ms);
-}
-
-int rdps_server_checkpoint(struct rdps_server *s, char *err, size_t errlen)
-{
-	struct rdps_shard *ck[RDPS_MAX_TABLES];
-	struct rdps_ckpt_job job;
-	uint64_t t0 = rdps_now_ns(), bytes = 0, seq, good, pushed0, during;
-	uint64_t *counts = NULL;
-	int ret;
-
-	if (!s->ckpt_dir) {
-		snprintf(err, errlen, "server %u was started without a checkpoint directory",
-			 s->server_id);
-		return -EOPNOTSUPP;
-	}
-	pthread_mutex_lock(&s->ckpt_lock);
-	/* The push counts as they are now: pushes go on while rows are copied,
-	 * so a row may hold a few more than its client's count says. */
-	pthread_mutex_lock(&s->lock);
-	job.num_clients = s->rows_clients;
-	seq = s->ckpt_seq + 1;
-	good = s->ckpt_good;
-	pthread_mutex_unlock(&s->lock);
-	counts = calloc(job.num_clients ? job.num_clients : 1, sizeof(uint64_t));
-	if (!counts) {
-		pthread_mutex_unlock(&s->ckpt_lock);
-		return -ENOMEM;
-	}
-	for (uint32_t c = 0; c < job.num_clients; c++)
-		counts[c] = __atomic_load_n(&s->rows_applied[c], __ATOMIC_RELAXED);
-	job.pushed_rows = counts;
-	pushed0 = __atomic_load_n(&s->stats.rows_pushed, __ATOMIC_RELAXED);
-	ret = rdps_ckpt_write(s->ckpt_dir, s->server_id, ck, ckpt_shards(s, ck), &job, seq,
-			      good, &bytes, err, errlen);
-	during = __atomic_load_n(&s->stats.rows_pushed, __ATOMIC_RELAXED) - pushed0;
-	__atomic_store_n(&s->stats.ckpt_rows_during, during, __ATOMIC_RELAXED);
-	free(counts);
-	pthread_mutex_lock(&s->lock);
-	s->ckpt_last_ns = rdps_now_ns();
-	if (!ret)
-		s->ckpt_good = s->ckpt_seq = seq;
-	pthread_mutex_unlock(&s->lock);
-	pthread_mutex_unlock(&s->ckpt_lock);
-	if (ret) {
-		rdps_err("server %u: checkpoint failed: %s", s->server_id, err);
-		return ret;
-	}
-	rdps_info("server %u: checkpoint %llu written (%.1f MB in %.0f ms; %llu rows pushed "
-		  "meanwhile)", s->server_id, (unsigned long long)seq, bytes / 1e6,
-		  (rdps_now_ns() - t0) / 1e6, (unsigned long long)during);
-	return 0;
-}
-
-/* The checkpoint thread: writes one, answers the requests that wait for it,
- * and writes another if more came meanwhile. */
-static void *checkpoint_main(void *arg)
-{
-	struct rdps_server *s = arg;
-
-	for (;;) {
-		uint64_t tokens[RDPS_ARRAY_SIZE(s->ckpt_waiters)];
-		uint32_t n;
-		char err[512] = "";
-		int ret;
-
-		pthread_mutex_lock(&s->lock);
-		n = s->ckpt_nwaiters;
-		memcpy(tokens, s->ckpt_waiters, n * sizeof(tokens[0]));
-		s->ckpt_nwaiters = 0;
-		pthread_mutex_unlock(&s->lock);
-		ret = n || !s->stop ? rdps_server_checkpoint(s, err, sizeof(err)) : 0;
-		for (uint32_t i = 0; i < n; i++)
-			s->ops->reply(s->ts, tokens[i], RDPS_REQ_CHECKPOINT, ret, ret ? err : NULL,
-				      ret ? strlen(err) : 0);
-		pthread_mutex_lock(&s->lock);
-		if (!s->ckpt_nwaiters) {
-			/* Requests from now on start another thread. */
-			s->ckpt_active = false;
-			pthread_mutex_unlock(&s->lock);
-			return NULL;
-		}
-		pthread_mutex_unlock(&s->lock);
-	}
-}
-
-/* Starts a checkpoint without a request to answer (the interval's), unless
- * one is being written. */
-static void checkpoint_start(struct rdps_server *s)
-{
-	pthread_mutex_lock(&s->lock);
-	s->ckpt_last_ns = rdps_now_ns(); /* not again before this one ends */
-	if (!s->ckpt_active && checkpoint_spawn(s))
-		rdps_warn("server %u: no thread for the interval's checkpoint; trying again "
-			  "at the next interval", s->server_id);
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* Joins the checkpoint thread: one that ended, or (wait) once it ends. */
-static void checkpoint_reap(struct rdps_server *s, bool wait)
-{
-	bool join;
-
-	pthread_mutex_lock(&s->lock);
-	join = s->ckpt_running && (wait || !s->ckpt_active);
-	pthread_mutex_unlock(&s->lock);
-	if (!join)
-		return;
-	/* With wait, no progress thread runs any more: no new waiter comes. */
-	pthread_join(s->ckpt_thread, NULL);
-	pthread_mutex_lock(&s->lock);
-	s->ckpt_running = s->ckpt_active = false;
-	pthread_mutex_unlock(&s->lock);
 }
 
 struct worker_arg {
@@ -1539,11 +689,11 @@ int rdps_server_run(struct rdps_server *s)
 		}
 		/* Written by its own thread: pushes go on meanwhile. */
 		if (s->ckpt_interval_ns && rdps_now_ns() - s->ckpt_last_ns >= s->ckpt_interval_ns)
-			checkpoint_start(s);
-		checkpoint_reap(s, false);
+			rdps_sv_ckpt_start(s);
+		rdps_sv_ckpt_reap(s, false);
 	}
 	workers_join(s);
-	checkpoint_reap(s, true);
+	rdps_sv_ckpt_reap(s, true);
 	return ret ? ret : __atomic_load_n(&s->worker_ret, __ATOMIC_RELAXED);
 }
 
@@ -1617,12 +767,12 @@ void rdps_server_destroy(struct rdps_server *s)
 	if (!s)
 		return;
 	workers_join(s);
-	checkpoint_reap(s, true);
+	rdps_sv_ckpt_reap(s, true);
 	if (s->ts)
 		s->ops->destroy(s->ts, 2000);
 	for (uint32_t t = 0; t < s->num_tables; t++)
 		rdps_shard_destroy(s->shards[t]);
-	job_reset(s);
+	rdps_sv_job_reset(s);
 	free(s->rows_applied);
 	free(s->rows_met);
 	free(s->ckpt_dir);

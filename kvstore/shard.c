@@ -856,3 +856,44 @@ uint32_t rdps_rows_nonfinite(const float *rows, const uint32_t *index, uint32_t 
 	}
 	return count;
 }
+
+uint32_t rdps_shard_state_per_row(const struct rdps_shard *s)
+{
+	return s->state ? (uint32_t)state_per_row(s, s->optimizer) : 0;
+}
+
+/* Copies the optimizer state of rows ids (in range) to or from buf, each
+ * row under its stripe's lock (so no apply is half done in it), the
+ * optimizer kept as it is meanwhile. */
+static void state_copy(struct rdps_shard *s, const uint64_t *ids, uint32_t n, float *buf,
+		       bool write)
+{
+	uint64_t spr;
+
+	pthread_rwlock_rdlock(&s->opt_lock);
+	spr = s->state ? state_per_row(s, s->optimizer) : 0;
+	for (uint32_t i = 0; spr && i < n; i++) {
+		uint64_t local = ids[i] - s->lo;
+		pthread_mutex_t *lock = stripe_lock(s, local);
+		float *st = s->state + local * spr;
+
+		pthread_mutex_lock(lock);
+		if (write)
+			memcpy(st, buf + (size_t)i * spr, spr * sizeof(float));
+		else
+			memcpy(buf + (size_t)i * spr, st, spr * sizeof(float));
+		pthread_mutex_unlock(lock);
+	}
+	pthread_rwlock_unlock(&s->opt_lock);
+}
+
+void rdps_shard_state_read(struct rdps_shard *s, const uint64_t *ids, uint32_t n, float *out)
+{
+	state_copy(s, ids, n, out, false);
+}
+
+void rdps_shard_state_write(struct rdps_shard *s, const uint64_t *ids, uint32_t n,
+			    const float *in)
+{
+	state_copy(s, ids, n, (float *)in, true);
+}

@@ -79,7 +79,8 @@ struct rdps_pt_outdir {
 	int force;
 };
 
-/* Fails with -EEXIST if final exists and !force; creates the temp dir. */
+/* Fails with -EEXIST if final exists and !force; creates the temp dir
+ * (and final's missing parent directories, as mkdir -p). */
 int rdps_pt_outdir_begin(struct rdps_pt_outdir *d, const char *final, int force,
 			 char *err, size_t errlen);
 /* Path of name inside the temp dir (malloc'd) or NULL. */

@@ -265,11 +265,34 @@ int rdps_pt_rmtree(const char *path)
 	return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) ? -errno : 0;
 }
 
+/* mkdir -p of the directory that holds path (as given: relative ones from
+ * the working directory). 0, or -errno naming the component. */
+static int make_parents(const char *path, size_t len, char *err, size_t errlen)
+{
+	char *dir = strndup(path, len);
+	int ret = 0;
+
+	if (!dir)
+		return rdps_pt_fail(err, errlen, -ENOMEM, "out of memory");
+	for (char *p = dir + 1; *p && !ret; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			ret = rdps_pt_fail(err, errlen, -errno, "%s: cannot create: %s", dir,
+					   strerror(errno));
+		*p = '/';
+	}
+	free(dir);
+	return ret;
+}
+
 int rdps_pt_outdir_begin(struct rdps_pt_outdir *d, const char *final, int force,
 			 char *err, size_t errlen)
 {
 	struct stat st;
 	size_t len = strlen(final);
+	int ret;
 
 	memset(d, 0, sizeof(*d));
 	while (len > 1 && final[len - 1] == '/')
@@ -279,6 +302,10 @@ int rdps_pt_outdir_begin(struct rdps_pt_outdir *d, const char *final, int force,
 	if (!stat(final, &st) && !force)
 		return rdps_pt_fail(err, errlen, -EEXIST,
 				    "%s: already exists (use --force to replace it)", final);
+	/* data/wn18 in a fresh checkout: data/ is made, as mkdir -p would. */
+	ret = make_parents(final, len, err, errlen);
+	if (ret)
+		return ret;
 	d->final = strndup(final, len);
 	if (!d->final || asprintf(&d->tmp, "%s.tmp-XXXXXX", d->final) < 0) {
 		free(d->final);
@@ -286,7 +313,7 @@ int rdps_pt_outdir_begin(struct rdps_pt_outdir *d, const char *final, int force,
 		return -ENOMEM;
 	}
 	if (!mkdtemp(d->tmp)) {
-		int ret = -errno;
+		ret = -errno;
 
 		rdps_pt_fail(err, errlen, ret, "%s: cannot create: %s", d->tmp,
 			     strerror(-ret));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * rdps_dataset_wordnet_nodes: WordNet 3.0 as a node-classification graph
- * (include/rdps/dataset.h has the recipe; README.md's Datasets section the
+ * (include/rdps/dataset.h has the recipe; docs/dgl.md's WordNet section the
  * figures). Memory: the nodes, their glosses and first lemmas (about 15 MB
  * for WordNet 3.0) and the pointers (12 bytes each); features are made one
  * row at a time while features.npy is written.

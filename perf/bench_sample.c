@@ -492,7 +492,8 @@ static void batches_plan(struct batches *b, uint32_t fanout, uint64_t num_edges,
 
 					x->server = s;
 					x->round = round++;
-					x->req = (uint32_t)(16 + sizeof(struct rdps_sample_req) + 8 * k);
+					x->req = (uint32_t)(16 + sizeof(struct rdps_sample_req) +
+							 sizeof(struct rdps_sample_group) + 8 * k);
 					x->reply = (uint32_t)(16 + rdps_sample_reply_bound((uint32_t)k, 0) +
 							      e * RDPS_SAMPLE_EDGE_BYTES);
 					b->xch_bytes += x->req + x->reply;

@@ -908,7 +908,7 @@ if sc_part or sc_train:
     md.append("\n## Scale: a Freebase-shaped graph (`perf/scale.sh`, issue 16)\n\n")
     md.append("Graphs from `rdps dataset synth --like freebase86m --scale F` (Freebase86m's counts times F: "
               "86,054,151 entities, 14,824 relations, 338,586,276 triples; power-law degrees, Zipf relation "
-              "frequencies, 32 communities; see the README's Datasets section). Partitions into k = 2 with "
+              "frequencies, 32 communities; see docs/kge.md, A Freebase-sized graph). Partitions into k = 2 with "
               "METIS (coarsened by label propagation past 2^22 adjacency entries) and at random; peak RSS "
               "against the CSR graph METIS takes (xadj, two vertex weights, a 32-bit word per direction of a "
               "triple in adjncy and in adjwgt). `perf/scale.sh` reproduces it (see its header for the time it "

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ static void usage(FILE *f)
 		"       rdps dataset import OUT --format raw|udd --input DIR [--order hrt|htr]\n"
 		"                    [--train FILE] [--valid FILE] [--test FILE] [--force]\n"
 		"       rdps dataset wordnet-nodes OUT [--wordnet-dir DIR] [--feat-dim N]\n"
+		"                    [--seed S] [--force]\n"
+		"       rdps dataset wordnet-hetero OUT [--wordnet-dir DIR] [--feat-dim N]\n"
 		"                    [--seed S] [--force]\n"
 		"       rdps dataset check DIR\n"
 		"\n"
@@ -79,6 +82,15 @@ static void usage(FILE *f)
 		"          (float32 N x feat_dim), labels.npy (int64 N), train_mask.npy,\n"
 		"          val_mask.npy, test_mask.npy (uint8 N), nodes.tsv, etypes.tsv;\n"
 		"          the same --seed and --feat-dim give the same bytes.\n"
+		"wordnet-hetero\n"
+		"          WordNet 3.0 as a heterogeneous graph shaped like ogbn-mag: node\n"
+		"          type synset (wordnet-nodes' nodes, features, labels and split,\n"
+		"          node for node), featureless node type lemma (the synsets' words,\n"
+		"          lower-cased), edge types in both directions: hypernym/hyponym,\n"
+		"          holonym/meronym, domain/domain_member, related/rev_related,\n"
+		"          antonym, derivation, similar (pointers grouped), lemma_of and\n"
+		"          has_lemma. Writes the typed layout rdps partition reads:\n"
+		"          graph.json, synset-*.npy, edges-TYPE.npy, synsets.tsv, lemmas.tsv.\n"
 		"check     validate a dataset directory and print its counts.\n"
 		"\n"
 		"  --feat-dim N  wordnet-nodes: feature buckets, 1..65536 (default 128)\n"
@@ -205,6 +217,48 @@ static int check_cmd(const char *cmd, struct rdps_dataset_stats *st)
 	return 0;
 }
 
+/* The graph datasets take --wordnet-dir, --feat-dim, --seed, --force only. */
+static bool graph_opts_only(const char *cmd, const struct cli *c)
+{
+	if (c->have_entities || c->have_relations || c->have_triples || c->have_communities ||
+	    c->have_noise || c->format || c->input || c->order || c->cut || c->files[0] ||
+	    c->valid_str || c->test_str || c->like || c->have_scale || c->have_threads) {
+		fprintf(stderr, "rdps dataset %s: only --wordnet-dir, --feat-dim, --seed, --force apply\n",
+			cmd);
+		return false;
+	}
+	return true;
+}
+
+static int wordnet_hetero_cmd(const char *out, const struct cli *c)
+{
+	struct rdps_wordnet_hetero_opts o;
+	struct rdps_wordnet_hetero_stats hs;
+	char err[ERRLEN] = "";
+	int ret;
+
+	if (!graph_opts_only("wordnet-hetero", c))
+		return 2;
+	rdps_dataset_wordnet_hetero_defaults(&o);
+	if (c->wordnet_dir)
+		o.wordnet_dir = c->wordnet_dir;
+	if (c->have_feat_dim)
+		o.feat_dim = (uint32_t)c->feat_dim;
+	o.seed = c->seed;
+	o.force = c->force;
+	ret = rdps_dataset_wordnet_hetero(out, &o, &hs, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "rdps dataset wordnet-hetero: %s\n", err[0] ? err : rdps_strerror(ret));
+		return 1;
+	}
+	printf("%s: %llu synsets (%u classes, %u features; train %llu, val %llu, test %llu), %llu lemmas, %llu edges of %u types (%llu senses each way)\n",
+	       out, (unsigned long long)hs.num_synsets, hs.num_classes, o.feat_dim,
+	       (unsigned long long)hs.num_split[0], (unsigned long long)hs.num_split[1],
+	       (unsigned long long)hs.num_split[2], (unsigned long long)hs.num_lemmas,
+	       (unsigned long long)hs.num_edges, hs.num_etypes, (unsigned long long)hs.num_senses);
+	return 0;
+}
+
 static int wordnet_nodes_cmd(const char *out, const struct cli *c)
 {
 	struct rdps_wordnet_nodes_opts o;
@@ -212,12 +266,8 @@ static int wordnet_nodes_cmd(const char *out, const struct cli *c)
 	char err[ERRLEN] = "";
 	int ret;
 
-	if (c->have_entities || c->have_relations || c->have_triples || c->have_communities ||
-	    c->have_noise || c->format || c->input || c->order || c->cut || c->files[0] ||
-	    c->valid_str || c->test_str || c->like || c->have_scale || c->have_threads) {
-		fprintf(stderr, "rdps dataset wordnet-nodes: only --wordnet-dir, --feat-dim, --seed, --force apply\n");
+	if (!graph_opts_only("wordnet-nodes", c))
 		return 2;
-	}
 	rdps_dataset_wordnet_nodes_defaults(&o);
 	if (c->wordnet_dir)
 		o.wordnet_dir = c->wordnet_dir;
@@ -355,6 +405,8 @@ int rdps_cmd_dataset(int argc, char **argv)
 		return check_cmd(out, &st);
 	} else if (!strcmp(sub, "wordnet-nodes")) {
 		return wordnet_nodes_cmd(out, &c);
+	} else if (!strcmp(sub, "wordnet-hetero")) {
+		return wordnet_hetero_cmd(out, &c);
 	} else if (!strcmp(sub, "wordnet")) {
 		struct rdps_wordnet_opts o;
 

@@ -42,6 +42,13 @@ static void usage(FILE *f)
 "with 'rdps train --check-only' (options, data, partition, save path; no server\n"
 "is contacted): a bad argument stops it with the check's error.\n"
 "\n"
+"DGL's launch.py line runs as is (tools/launch_dgl.c): --workspace W --num_trainers T\n"
+"--num_samplers S --num_servers 1 --part_config P --ip_config I [--extra_envs K=V...]\n"
+"[--num_omp_threads N] \"python3 train_dist.py ...\" becomes --exec with T trainers\n"
+"per machine, server m serving part m of P's directory (in W when relative), and\n"
+"the command run in W by /bin/sh with RDPS_NUM_SAMPLERS=S (background sampler\n"
+"threads), OMP_NUM_THREADS=N and the extra variables; it prints the line it runs.\n"
+"\n"
 "With --exec, what follows '--' is a command each trainer runs instead of rdps\n"
 "train (a Python script on the rdps package: rdps.distributed.initialize() reads\n"
 "the job from the environment), found in PATH, with\n"
@@ -50,6 +57,8 @@ static void usage(FILE *f)
 "  RDPS_NUM_TRAINERS  trainers of the job\n"
 "  RDPS_NUM_SERVERS   servers of the job\n"
 "  RDPS_TRANSPORT     the --transport below (default auto)\n"
+"  RDPS_MACHINE       the trainer's machine (its line in the ip_config): a graph\n"
+"                     job's node_split gives it the part that machine serves\n"
 "added to its environment. The servers start with no table (the trainers make\n"
 "theirs) and get only --transport and the --server_arg's; there is no 'rdps train\n"
 "--check-only' step. The trainers shut the servers down when they are done\n"
@@ -268,6 +277,8 @@ int rdps_cmd_launch(int argc, char **argv)
 	bool bad = false, exec = false;
 	const char *transport = NULL;
 
+	if (rdps_launch_dgl_wants(argc, argv))
+		return rdps_launch_dgl(argc, argv); /* translates, then comes back here */
 	optind = 1;
 	opterr = 0; /* bad_option says it better */
 	/* No permutation ('+') and no short option but -h: the element a call

@@ -5,6 +5,8 @@
 #ifndef RDPS_TOOLS_COMMANDS_H
 #define RDPS_TOOLS_COMMANDS_H
 
+#include <stdbool.h>
+
 int rdps_cmd_server(int argc, char **argv);
 int rdps_cmd_stats(int argc, char **argv);
 int rdps_cmd_shutdown(int argc, char **argv);
@@ -13,6 +15,9 @@ int rdps_cmd_train(int argc, char **argv);
 int rdps_cmd_dataset(int argc, char **argv);
 int rdps_cmd_partition(int argc, char **argv);
 int rdps_cmd_launch(int argc, char **argv);
+/* DGL's launch.py line on rdps launch (tools/launch_dgl.c). */
+bool rdps_launch_dgl_wants(int argc, char **argv);
+int rdps_launch_dgl(int argc, char **argv);
 int rdps_cmd_doctor(int argc, char **argv);
 int rdps_cmd_bench(int argc, char **argv);
 int rdps_cmd_eval(int argc, char **argv);

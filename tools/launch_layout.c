@@ -327,7 +327,7 @@ static const char *const shared_switches[][3] = { { "de", "double_ent", "--doubl
 static char **exec_role_argv(const struct rdps_launch_job *job, const struct rdps_launch_role *role)
 {
 	size_t max = (size_t)job->num_train_args + (size_t)job->num_server_args + 16;
-	size_t text = strlen(job->ip_config) + (job->transport ? strlen(job->transport) : 4) + 160;
+	size_t text = strlen(job->ip_config) + (job->transport ? strlen(job->transport) : 4) + 192;
 	char **argv = calloc(1, max * sizeof(char *) + text);
 	char *p = (char *)(argv + max), *end = p + text;
 	size_t k = 0;
@@ -361,6 +361,10 @@ static char **exec_role_argv(const struct rdps_launch_job *job, const struct rdp
 		argv[k++] = p;
 		p += snprintf(p, (size_t)(end - p), "RDPS_TRANSPORT=%s",
 			      job->transport ? job->transport : "auto") + 1;
+		/* The trainer's machine (its ip_config line): a graph job's
+		 * node_split hands it the part that machine's server holds. */
+		argv[k++] = p;
+		p += snprintf(p, (size_t)(end - p), "RDPS_MACHINE=%u", role->machine) + 1;
 		for (int i = 0; i < job->num_train_args; i++)
 			argv[k++] = (char *)job->train_args[i];
 	}

@@ -411,11 +411,13 @@ static int inproc_call(struct rdps_conn *c, uint32_t type, const void *rq, size_
 				    .errmsg = why, .errlen = sizeof(why) };
 	int ret;
 
-	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
-	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT &&
-	    type != RDPS_REQ_TABLE && type != RDPS_REQ_SAMPLE)
+	if (!rdps_wire_call_len_ok(type, rq_len))
 		return -EINVAL;
-	if (type == RDPS_REQ_SAMPLE) {
+	if (type == RDPS_REQ_STATE) {
+		ret = rdps_wire_check_state(rq, rq_len, why, sizeof(why));
+		if (ret)
+			return fail(ic, ret, why);
+	} else if (type == RDPS_REQ_SAMPLE) {
 		/* The caller sized reply for the most edges its seeds may have. */
 		ret = rdps_wire_check_sample(rq, rq_len, why, sizeof(why));
 		if (ret)
@@ -423,16 +425,13 @@ static int inproc_call(struct rdps_conn *c, uint32_t type, const void *rq, size_
 		if (reply_len < rdps_sample_reply_bound(((const struct rdps_sample_req *)rq)->n,
 							((const struct rdps_sample_req *)rq)->fanout))
 			return -EINVAL;
-	} else if (type == RDPS_REQ_TABLE ? rq_len != sizeof(struct rdps_table_req)
-					  : rq_len % 8 || rq_len > RDPS_ALLREDUCE_MAX * 8) {
-		return -EINVAL;
 	}
 	c->reply_len = 0;
 	ret = call_handler(ic, &req, timeout_ms > 0 ? timeout_ms : ic->timeout_ms);
 	if (ret < 0)
 		return fail(ic, ret, why);
-	if ((type == RDPS_REQ_STATS || type == RDPS_REQ_ALLREDUCE || type == RDPS_REQ_TABLE) &&
-	    req.reply_len != reply_len)
+	if ((type == RDPS_REQ_STATS || type == RDPS_REQ_ALLREDUCE || type == RDPS_REQ_TABLE ||
+	     type == RDPS_REQ_STATE) && req.reply_len != reply_len)
 		return fail(ic, -EPROTO, "reply of unexpected size");
 	c->reply_len = req.reply_len;
 	return 0;

@@ -538,13 +538,7 @@ int tcp_call_send(struct rdps_conn *c, uint32_t type, const void *req, size_t re
 		return ret;
 	if (tc->npend)
 		return -EBUSY;
-	if (type != RDPS_REQ_FLUSH && type != RDPS_REQ_BARRIER && type != RDPS_REQ_STATS &&
-	    type != RDPS_REQ_SHUTDOWN && type != RDPS_REQ_ALLREDUCE && type != RDPS_REQ_CHECKPOINT &&
-	    type != RDPS_REQ_TABLE && type != RDPS_REQ_SAMPLE)
-		return -EINVAL;
-	if (type == RDPS_REQ_SAMPLE ? req_len < sizeof(struct rdps_sample_req) || req_len % 8
-	    : type == RDPS_REQ_TABLE ? req_len != sizeof(struct rdps_table_req)
-				     : req_len % 8 || req_len > RDPS_ALLREDUCE_MAX * 8)
+	if (!rdps_wire_call_len_ok(type, req_len))
 		return -EINVAL;
 	c->reply_len = 0;
 	snprintf(what, sizeof(what), "the %s reply", rdps_req_name((int)type));

@@ -85,6 +85,17 @@ size_t tcp_frame_reply_bound(struct tcp_server *ts, const struct rdps_wire_hdr *
 	case RDPS_REQ_STATS:
 		bound = hdr + sizeof(struct rdps_server_stats);
 		break;
+	case RDPS_REQ_STATE: {
+		struct rdps_state_req sr;
+		char why[8];
+
+		if (rdps_wire_check_state(payload, h->len, why, sizeof(why)))
+			break;
+		memcpy(&sr, payload, sizeof(sr));
+		if (sr.op == RDPS_STATE_READ) /* within the frame limit: checked */
+			bound = hdr + (size_t)sr.n * sr.floats_per_row * 4;
+		break;
+	}
 	case RDPS_REQ_TABLE:
 		bound = hdr + sizeof(struct rdps_table_desc);
 		break;
@@ -214,6 +225,25 @@ int tcp_handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 			return -ENOMEM;
 		break;
 	}
+	case RDPS_REQ_STATE: {
+		struct rdps_state_req sr;
+
+		ret = rdps_wire_check_state(payload, h->len, why, sizeof(why));
+		if (ret)
+			return tcp_refuse(ts, sc, h->type, ret, why);
+		memcpy(&sr, payload, sizeof(sr));
+		req.payload = payload;
+		req.payload_len = h->len;
+		if (sr.op == RDPS_STATE_READ) {
+			/* Written in place, as a pull's rows are. */
+			req.reply_cap = (size_t)sr.n * sr.floats_per_row * 4;
+			req.reply = tcp_tx_frame(sc, RDPS_REQ_STATE | RDPS_WIRE_REPLY, 0,
+						 (uint32_t)req.reply_cap);
+			if (!req.reply)
+				return -ENOMEM;
+		}
+		break;
+	}
 	case RDPS_REQ_ALLREDUCE:
 		if (!h->len || h->len % 8 || h->len > RDPS_ALLREDUCE_MAX * 8) {
 			snprintf(why, sizeof(why), "allreduce of %u bytes (want 8..%d, multiple of 8)",
@@ -239,7 +269,7 @@ int tcp_handle_frame(struct tcp_server *ts, struct tcp_sconn *sc,
 			snprintf(why, sizeof(why), "%s", rdps_strerror(ret));
 		return tcp_refuse(ts, sc, h->type, ret, why);
 	}
-	if (h->type == RDPS_REQ_PULL)
+	if (h->type == RDPS_REQ_PULL || (h->type == RDPS_REQ_STATE && req.reply))
 		return 0; /* rows already in place */
 	if (h->type == RDPS_REQ_SAMPLE) {
 		struct rdps_wire_hdr rh;

@@ -15,7 +15,7 @@ const char *rdps_req_name(int type)
 		[RDPS_REQ_SHUTDOWN] = "shutdown", [RDPS_REQ_BYE] = "bye",
 		[RDPS_REQ_ALLREDUCE] = "allreduce", [RDPS_REQ_CHECKPOINT] = "checkpoint",
 		[RDPS_REQ_TABLE] = "table",	[RDPS_REQ_SET] = "set",
-		[RDPS_REQ_SAMPLE] = "sample",
+		[RDPS_REQ_SAMPLE] = "sample", [RDPS_REQ_STATE] = "state",
 	};
 
 	if (type <= 0 || type >= RDPS_REQ_MAX || !names[type])
@@ -54,6 +54,7 @@ uint32_t rdps_wire_request_max(uint8_t type, bool observer)
 	case RDPS_REQ_PULL:
 	case RDPS_REQ_PUSH:
 	case RDPS_REQ_SET:
+	case RDPS_REQ_STATE:
 		return RDPS_WIRE_MAX_FRAME;
 	case RDPS_REQ_TABLE:
 		return sizeof(struct rdps_table_req);
@@ -72,6 +73,8 @@ uint32_t rdps_wire_request_max(uint8_t type, bool observer)
 int rdps_wire_check_sample(const void *payload, size_t len, char *why, size_t whylen)
 {
 	struct rdps_sample_req r;
+	struct rdps_sample_group gr;
+	uint64_t want, slots = 0;
 
 	if (len < sizeof(r)) {
 		snprintf(why, whylen, "sample request of %zu bytes is shorter than its "
@@ -79,16 +82,43 @@ int rdps_wire_check_sample(const void *payload, size_t len, char *why, size_t wh
 		return -EPROTO;
 	}
 	memcpy(&r, payload, sizeof(r));
-	if (len != sizeof(r) + (uint64_t)r.n * 8) {
-		snprintf(why, whylen, "sample request for %u seeds should be %llu bytes, got %zu",
-			 r.n, (unsigned long long)(sizeof(r) + (uint64_t)r.n * 8), len);
+	want = sizeof(r) + (uint64_t)r.num_groups * sizeof(gr) + (uint64_t)r.n * 8 +
+	       (uint64_t)r.num_exclude * 8;
+	if (len != want) {
+		snprintf(why, whylen, "sample request for %u slots in %u groups excluding %u "
+			 "edges should be %llu bytes, got %zu", r.n, r.num_groups,
+			 r.num_exclude, (unsigned long long)want, len);
 		return -EPROTO;
 	}
 	if (!r.n || !r.fanout || r.fanout > RDPS_SAMPLE_MAX_FANOUT ||
-	    (uint64_t)r.n * r.fanout > RDPS_SAMPLE_MAX_EDGES) {
-		snprintf(why, whylen, "sample request for %u seeds with fanout %u (want 1..%u "
-			 "seeds, fanout 1..%u, seeds x fanout <= %u)", r.n, r.fanout,
-			 RDPS_SAMPLE_MAX_EDGES, RDPS_SAMPLE_MAX_FANOUT, RDPS_SAMPLE_MAX_EDGES);
+	    (uint64_t)r.n * r.fanout > RDPS_SAMPLE_MAX_EDGES || !r.num_groups ||
+	    r.num_groups > RDPS_SAMPLE_MAX_GROUPS || r.reserved ||
+	    (r.flags & ~(RDPS_SAMPLE_F_OUT | RDPS_SAMPLE_F_REPLACE))) {
+		snprintf(why, whylen, "sample request for %u slots in %u groups with fanout %u, "
+			 "flags 0x%x (want 1..%u slots, 1..%u groups, fanout 1..%u, slots x "
+			 "fanout <= %u, known flags)", r.n, r.num_groups, r.fanout, r.flags,
+			 RDPS_SAMPLE_MAX_EDGES, RDPS_SAMPLE_MAX_GROUPS, RDPS_SAMPLE_MAX_FANOUT,
+			 RDPS_SAMPLE_MAX_EDGES);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < r.num_groups; i++) {
+		memcpy(&gr, (const char *)payload + sizeof(r) + (size_t)i * sizeof(gr),
+		       sizeof(gr));
+		if (!gr.fanout || gr.fanout > r.fanout || !gr.count ||
+		    (gr.prob_table != RDPS_SAMPLE_NO_PROB &&
+		     ((r.flags & RDPS_SAMPLE_F_OUT) ||
+		      (gr.prob_dtype != RDPS_DTYPE_F32 && gr.prob_dtype != RDPS_DTYPE_F64)))) {
+			snprintf(why, whylen, "sample group %u: fanout %u of %u slots, prob table "
+				 "%u of dtype %u (want fanout 1..%u, slots, and weights of "
+				 "float32/float64 for in-edges only)", i, gr.fanout, gr.count,
+				 gr.prob_table, gr.prob_dtype, r.fanout);
+			return -EINVAL;
+		}
+		slots += gr.count;
+	}
+	if (slots != r.n) {
+		snprintf(why, whylen, "sample groups hold %llu slots, the header says %u",
+			 (unsigned long long)slots, r.n);
 		return -EINVAL;
 	}
 	return 0;
@@ -199,4 +229,56 @@ int rdps_wire_parse_welcome(const void *payload, uint32_t len,
 		}
 	}
 	return 0;
+}
+
+int rdps_wire_check_state(const void *payload, size_t len, char *why, size_t whylen)
+{
+	struct rdps_state_req r;
+	uint64_t want, data;
+
+	if (len < sizeof(r)) {
+		snprintf(why, whylen, "state request of %zu bytes is shorter than its %zu-byte "
+			 "header", len, sizeof(r));
+		return -EPROTO;
+	}
+	memcpy(&r, payload, sizeof(r));
+	if (r.op != RDPS_STATE_READ && r.op != RDPS_STATE_WRITE) {
+		snprintf(why, whylen, "state request of unknown operation %u", r.op);
+		return -EPROTO;
+	}
+	/* n < 2^32 and floats_per_row < 2^32: the products fit 64 bits. */
+	data = r.op == RDPS_STATE_WRITE ? (uint64_t)r.n * r.floats_per_row * 4 : 0;
+	want = sizeof(r) + (uint64_t)r.n * 8 + data;
+	if (len != want || (r.op == RDPS_STATE_READ &&
+			    (uint64_t)r.n * r.floats_per_row * 4 > RDPS_WIRE_MAX_FRAME)) {
+		snprintf(why, whylen, "state %s of %u rows x %u floats: %zu bytes, want %llu%s",
+			 r.op == RDPS_STATE_READ ? "read" : "write", r.n, r.floats_per_row, len,
+			 (unsigned long long)want, r.op == RDPS_STATE_READ ? " (and a reply within "
+			 "the frame limit)" : "");
+		return -EPROTO;
+	}
+	return 0;
+}
+
+bool rdps_wire_call_len_ok(uint32_t type, size_t len)
+{
+	switch (type) {
+	case RDPS_REQ_FLUSH:
+	case RDPS_REQ_BARRIER:
+	case RDPS_REQ_STATS:
+	case RDPS_REQ_SHUTDOWN:
+	case RDPS_REQ_CHECKPOINT:
+		return len == 0;
+	case RDPS_REQ_ALLREDUCE:
+		return len % 8 == 0 && len <= RDPS_ALLREDUCE_MAX * 8;
+	case RDPS_REQ_TABLE:
+		return len == sizeof(struct rdps_table_req);
+	case RDPS_REQ_SAMPLE:
+		return len >= sizeof(struct rdps_sample_req) && len % 8 == 0;
+	case RDPS_REQ_STATE:
+		return len >= sizeof(struct rdps_state_req) && len % 4 == 0 &&
+		       len <= RDPS_WIRE_MAX_FRAME;
+	default:
+		return false;
+	}
 }

@@ -115,6 +115,15 @@ int rdps_wire_check_hdr(const struct rdps_wire_hdr *h, char *why, size_t whylen)
  * for stats, a checkpoint or a shutdown: its frames are all empty. */
 uint32_t rdps_wire_request_max(uint8_t type, bool observer);
 
+/* Checks a state request's header against its length (the server checks
+ * the table, its state per row and the ids). 0, or -EPROTO with a reason. */
+int rdps_wire_check_state(const void *payload, size_t len, char *why, size_t whylen);
+
+/* Whether a request of type and len may go over a backend's two-sided
+ * call path (call/call_send): the kinds that have one, of a size they may
+ * have (the server checks the rest). */
+bool rdps_wire_call_len_ok(uint32_t type, size_t len);
+
 /* Validates the body of a pull/push request against the exposed regions:
  * table index, n, exact length. Returns 0 or -errno with a reason. */
 /* Checks a sample request's header against its length and the limits

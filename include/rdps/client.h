@@ -94,6 +94,9 @@ int rdps_client_table(struct rdps_client *c, const char *name, struct rdps_table
 /* Table by index (0 .. rdps_client_num_tables()-1). */
 int rdps_client_table_info(const struct rdps_client *c, uint32_t id,
 			   struct rdps_table_info *info);
+
+/* Tables this client knows (the servers' and those made so far), and the
+ * job's servers. */
 uint32_t rdps_client_num_tables(const struct rdps_client *c);
 uint32_t rdps_client_num_servers(const struct rdps_client *c);
 
@@ -244,6 +247,18 @@ struct rdps_optimizer_spec {
  * may call this). -EINVAL for a table that is not float32. */
 int rdps_client_table_set_optimizer(struct rdps_client *c, uint32_t table,
 				    const struct rdps_optimizer_spec *o);
+
+/* The optimizer state of rows (what saving and loading a sparse optimizer
+ * needs): per_row floats a row (0 without state; Adagrad: dim, row-wise
+ * Adagrad: 1, Adam: 2 dim + 1, its m, v and step count), read into out or
+ * written from in (n * per_row floats, ids in any order), each row whole.
+ * A write follows this client's pushes. 0 or -errno (-EINVAL: the table
+ * keeps no state, or another shape of it). */
+int rdps_client_state_floats(const struct rdps_client *c, uint32_t table, uint32_t *per_row);
+int rdps_client_state_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+			  float *out);
+int rdps_client_state_set(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+			  const float *in);
 
 /* Reads rows ids[0..n) of a table of any dtype into out: n rows of
  * elems elements each, packed (n * elems * element size bytes). As

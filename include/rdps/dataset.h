@@ -155,6 +155,10 @@ struct rdps_wordnet_opts {
  * 5000 test, seed 0, no force. */
 void rdps_dataset_wordnet_defaults(struct rdps_wordnet_opts *o);
 
+/* Writes the WordNet graph the comment above struct rdps_wordnet_opts
+ * describes into out_dir (the raw layout,
+ * through a temporary directory renamed into place). Fills st with its
+ * counts. Returns 0, or -errno with a reason in err naming the file. */
 int rdps_dataset_wordnet(const char *out_dir, const struct rdps_wordnet_opts *o,
 			 struct rdps_dataset_stats *st, char *err, size_t errlen);
 
@@ -196,6 +200,9 @@ struct rdps_synth_opts {
  * 1000 valid, 1000 test, noise 0.02, seed 0, no force. */
 void rdps_dataset_synth_defaults(struct rdps_synth_opts *o);
 
+/* Writes the synthetic graph the comment above struct rdps_synth_opts
+ * describes into out_dir (the raw layout). Fills st with its counts. Returns 0, or -errno with a reason in
+ * err (-EINVAL naming the option out of range). */
 int rdps_dataset_synth(const char *out_dir, const struct rdps_synth_opts *o,
 		       struct rdps_dataset_stats *st, char *err, size_t errlen);
 
@@ -316,6 +323,9 @@ struct rdps_import_opts {
 	int force;                           /* replace an existing out_dir */
 };
 
+/* Imports the DGL-KE layout the comment above enum rdps_import_format
+ * describes into out_dir (the raw layout). Fills st with its counts. Returns 0, or -errno with a reason in
+ * err naming the file and line. */
 int rdps_dataset_import(const char *out_dir, const struct rdps_import_opts *o,
 			struct rdps_dataset_stats *st, char *err, size_t errlen);
 
@@ -370,6 +380,40 @@ void rdps_dataset_wordnet_nodes_defaults(struct rdps_wordnet_nodes_opts *o);
  * without force (-EEXIST); logs progress lines through rdps_info. */
 int rdps_dataset_wordnet_nodes(const char *out_dir, const struct rdps_wordnet_nodes_opts *o,
 			       struct rdps_graph_stats *st, char *err, size_t errlen);
+
+/*
+ * WordNet 3.0 as a heterogeneous graph shaped like ogbn-mag ("rdps dataset
+ * wordnet-hetero"): node type "synset" with rdps_dataset_wordnet_nodes'
+ * nodes, features ("feat"), labels ("label": the lexicographer file) and
+ * split masks, node for node (same feat_dim and seed); node type "lemma",
+ * featureless (a model gives it learnable embeddings): the synsets' words,
+ * lower-cased, without data.adj's (a)/(p)/(ip) markers; edge types, all in
+ * both directions: the synset pointers grouped into hypernym/hyponym,
+ * holonym/meronym, domain/domain_member, related/rev_related (each pair the
+ * other's reverse, every edge's reverse present), antonym, derivation and
+ * similar (holding both directions), and lemma_of (lemma -> synset) with
+ * its reverse has_lemma; (src, dst) unique per type. Writes out_dir
+ * (temporary directory + rename) in the typed graph dataset layout that
+ * rdps partition reads (rdps/partition.h): graph.json, synset-*.npy,
+ * edges-TYPE.npy (int64 E x 2), synsets.tsv, lemmas.tsv.
+ */
+struct rdps_wordnet_hetero_opts {
+	const char *wordnet_dir;  /* dir with data.{noun,verb,adj,adv} */
+	uint32_t feat_dim;        /* synset feature buckets */
+	uint64_t seed;            /* split seed */
+	int force;                /* replace an existing out_dir */
+};
+
+struct rdps_wordnet_hetero_stats {
+	uint64_t num_synsets, num_lemmas, num_senses, num_edges;
+	uint32_t num_etypes, num_classes;
+	uint64_t num_split[RDPS_SPLIT_COUNT];
+};
+
+/* Defaults: /usr/share/wordnet, feat_dim 128, seed 0, no force. */
+void rdps_dataset_wordnet_hetero_defaults(struct rdps_wordnet_hetero_opts *o);
+int rdps_dataset_wordnet_hetero(const char *out_dir, const struct rdps_wordnet_hetero_opts *o,
+				struct rdps_wordnet_hetero_stats *st, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,8 @@ int rdps_ipconfig_load(const char *path, struct rdps_ipconfig *cfg, char *err,
 int rdps_ipconfig_parse(const char *name, const char *text,
 			struct rdps_ipconfig *cfg, char *err, size_t errlen);
 
+/* Frees what load or parse allocated in cfg and zeroes its counts;
+ * accepts NULL. */
 void rdps_ipconfig_free(struct rdps_ipconfig *cfg);
 
 #ifdef __cplusplus

@@ -195,6 +195,7 @@ struct rdps_shard_info {
 	int optimizer;
 	float lr, eps, beta1, beta2; /* the optimizer's settings (defaults filled in) */
 };
+/* Fills info with the shard's region and shape. */
 void rdps_shard_info(const struct rdps_shard *s, struct rdps_shard_info *info);
 
 /* Copies rows of global ids[0..n) (each in [lo, hi)) densely into out
@@ -250,6 +251,15 @@ int rdps_shard_apply_gather(struct rdps_shard *s, const uint64_t *ids, const flo
  * NULL). What a server checks pushed gradients with before it applies them. */
 uint32_t rdps_rows_nonfinite(const float *rows, const uint32_t *index, uint32_t n,
 			     uint32_t dim, uint32_t *first);
+
+/* The optimizer state of one row, in floats (rdps_shard_state_floats / rows:
+ * 0 without state), and the state of rows ids (in range) read into out or
+ * written from in (n * that many floats), each row under its stripe's
+ * lock: saving and loading a sparse optimizer. */
+uint32_t rdps_shard_state_per_row(const struct rdps_shard *s);
+void rdps_shard_state_read(struct rdps_shard *s, const uint64_t *ids, uint32_t n, float *out);
+void rdps_shard_state_write(struct rdps_shard *s, const uint64_t *ids, uint32_t n,
+			    const float *in);
 
 /* Floats of optimizer state the shard keeps (0 for SGD and none, a float
  * per row part for row-wise Adagrad, dim per row for element-wise Adagrad,

@@ -194,6 +194,8 @@ enum rdps_coarsen {
 };
 #define RDPS_COARSEN_AUTO_ENTRIES (1ull << 22) /* ~2M distinct edges */
 
+/* "auto", "on", "off" for a coarsening mode; parse sets *c from one of
+ * them and returns 0, or -EINVAL. */
 const char *rdps_coarsen_name(enum rdps_coarsen c);
 int rdps_coarsen_parse(const char *name, enum rdps_coarsen *c);
 
@@ -246,20 +248,70 @@ int rdps_partition_build(const struct rdps_partition_opts *o,
 /* Graph partitions (node classification: DGL's DistGraph)                 */
 
 /*
- * Partitions a graph dataset (graph.json, edges.npy E x 2 int64 src/dst,
- * etypes.npy, features.npy N x F float32, labels.npy int64, train_mask.npy,
- * val_mask.npy, test_mask.npy uint8: `rdps dataset wordnet-nodes`) into k
- * parts: METIS on the undirected graph (parallel edges merged and counted)
- * balanced on nodes and, if asked, on in-edges and on training nodes (each
- * a constraint, DGL's --balance_edges and --balance_train), or at random.
- * Node ids are relabeled so part p holds nodes node_ranges[p] ..
- * node_ranges[p+1]; it holds its nodes' in-edges and data. Writes out_dir
- * (temporary directory + rename): partition.json (the ranges, counts, the
- * dataset's graph.json), idmap.npy (new id -> original), and per part p
- * part-p-indptr.npy (local CSR offsets, int64 n_p + 1), part-p-indices.npy
- * (source of each in-edge, new id), part-p-etypes.npy, part-p-eids.npy
- * (original edge index), part-p-features.npy, part-p-labels.npy and
- * part-p-{train,val,test}_mask.npy in new-id order.
+ * A graph to partition, homogeneous or heterogeneous, as arrays in memory
+ * (what a DGL graph is: Python's rdps.distributed.partition_graph fills it
+ * from one) or read from a graph dataset directory. Ids are per type.
+ */
+#define RDPS_GRAPH_INPUT_MAX_NDIM 8
+
+struct rdps_graph_array {
+	const char *name;        /* unique within its type; any characters */
+	const char *dtype;       /* "float32", "float64", "float16", "bfloat16", "int64",
+				  * "int32", "int16", "int8", "uint8", "bool", ... */
+	uint32_t ndim;           /* 1..RDPS_GRAPH_INPUT_MAX_NDIM */
+	uint64_t shape[RDPS_GRAPH_INPUT_MAX_NDIM]; /* shape[0]: the type's nodes/edges */
+	const void *data;        /* C order, little-endian */
+};
+
+struct rdps_graph_ntype_input {
+	const char *name;
+	uint64_t num_nodes;
+	uint32_t num_data;
+	const struct rdps_graph_array *data;
+	const int64_t *balance;  /* a class per node METIS balances (DGL's
+				  * balance_ntypes[ntype]), or NULL */
+};
+
+struct rdps_graph_etype_input {
+	const char *src, *name, *dst; /* canonical: node type names and the etype's */
+	uint64_t num_edges;
+	const int64_t *src_ids, *dst_ids; /* per-type node ids */
+	const int64_t *types;    /* a graph of one etype only: a type per edge
+				  * (served as graph:edges' type column), or NULL */
+	uint32_t num_data;
+	const struct rdps_graph_array *data;
+};
+
+struct rdps_graph_input {
+	const char *name;
+	uint32_t num_ntypes;
+	const struct rdps_graph_ntype_input *ntypes;
+	uint32_t num_etypes;
+	const struct rdps_graph_etype_input *etypes;
+	const char *meta_json;   /* the input's own JSON object (kept in
+				  * partition.json's "dataset"), or NULL */
+	uint32_t num_classes;    /* labels ("label") are below it; 0: unstated */
+};
+
+/*
+ * Partitions a graph into k parts and writes the partition directory that
+ * rdps/graph.h describes (format_version 2, XXH3 of every file; temporary
+ * directory + rename): METIS on the undirected graph of every edge
+ * (parallel edges merged and counted), balanced on a constraint per class
+ * (the ntypes' balance arrays; else with balance_train each type's
+ * "train_mask"; else, with more than one node type, the node type, as DGL
+ * does) and, with balance_edges, on in-edges; or at random. Node ids are
+ * relabeled so part p holds homo ids node_ranges[p] .. [p+1], type after
+ * type; each part holds its nodes' in-edges, out-edge lists and data.
+ *
+ * rdps_graph_partition_build reads a graph dataset directory (data_dir):
+ * graph.json with "ntypes" [{name, num_nodes, data {NAME: FILE.npy}}] and
+ * "etypes" [{src, name, dst, edges: FILE.npy (E x 2 int64 per-type ids),
+ * data {...}}] (`rdps dataset wordnet-hetero`), or the homogeneous layout
+ * of `rdps dataset wordnet-nodes` (edges.npy E x 2, etypes.npy,
+ * features.npy N x F float32, labels.npy, {train,val,test}_mask.npy: node
+ * data feat, label and the masks, the etypes as the type column).
+ * rdps_graph_partition_build_input takes the arrays (data_dir unused).
  */
 struct rdps_graph_partition_opts {
 	const char *data_dir;
@@ -270,6 +322,15 @@ struct rdps_graph_partition_opts {
 	bool balance_edges;     /* a constraint: in-edges per part */
 	uint64_t seed;
 	int force;
+	/* With METIS: partition into k x trainers_per_part parts, each node's
+	 * one its "trainer_id" (node data, int64; edge data: the
+	 * destination's), then part = trainer / trainers_per_part (DGL's
+	 * num_trainers_per_machine). 0 or 1: no trainer ids. */
+	uint32_t trainers_per_part;
+	/* The part of every node (input homo ids: type after type), kept as
+	 * given instead of METIS's or a shuffle's (a DGL partition converted;
+	 * method only names it), or NULL. */
+	const uint32_t *assignment;
 };
 
 struct rdps_graph_partition_result {
@@ -281,9 +342,16 @@ struct rdps_graph_partition_result {
 	long peak_rss_kib;
 };
 
+/* Partitions a graph as the comment above struct rdps_graph_partition_opts
+ * describes: build from o->data_dir, build_input from arrays in memory.
+ * Fills res. Returns 0, or -errno with a reason in err naming the file. */
 int rdps_graph_partition_build(const struct rdps_graph_partition_opts *o,
 			       struct rdps_graph_partition_result *res, char *err,
 			       size_t errlen);
+int rdps_graph_partition_build_input(const struct rdps_graph_input *in,
+				     const struct rdps_graph_partition_opts *o,
+				     struct rdps_graph_partition_result *res, char *err,
+				     size_t errlen);
 
 /* ---------------------------------------------------------------------- */
 /* Reading a partition directory.                                          */
@@ -326,6 +394,7 @@ int rdps_partition_open(const char *dir, struct rdps_partition **out,
 /* Frees the handle; accepts NULL. */
 void rdps_partition_close(struct rdps_partition *p);
 
+/* What partition.json says (owned by p). */
 const struct rdps_partition_info *rdps_partition_get_info(const struct rdps_partition *p);
 
 /* The directory given to rdps_partition_open (owned by p). */

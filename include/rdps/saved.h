@@ -54,6 +54,7 @@ int rdps_idmap_load(const char *path, char delim, struct rdps_idmap **out,
 		    char *err, size_t errlen);
 void rdps_idmap_destroy(struct rdps_idmap *m); /* NULL is fine */
 
+/* The names in the map, and the file it was read from (owned by m). */
 uint32_t rdps_idmap_count(const struct rdps_idmap *m);
 const char *rdps_idmap_path(const struct rdps_idmap *m);
 /* Name of id (owned by m), NULL when id >= count. */
@@ -98,6 +99,8 @@ int rdps_saved_open(const char *dir, const struct rdps_saved_opts *o,
 		    struct rdps_saved **out, char *err, size_t errlen);
 void rdps_saved_close(struct rdps_saved *s); /* NULL is fine */
 
+/* The save path, the model config.json names, and its dataset's name
+ * (owned by s). */
 const char *rdps_saved_dir(const struct rdps_saved *s);
 const struct rdps_model *rdps_saved_model(const struct rdps_saved *s);
 const char *rdps_saved_dataset(const struct rdps_saved *s);
@@ -107,6 +110,7 @@ const char *rdps_saved_data_path(const struct rdps_saved *s);
 bool rdps_saved_double_ent(const struct rdps_saved *s);
 bool rdps_saved_double_rel(const struct rdps_saved *s);
 
+/* Rows of the saved entity and relation tables. */
 uint32_t rdps_saved_num_entities(const struct rdps_saved *s);
 uint32_t rdps_saved_num_relations(const struct rdps_saved *s);
 /* The tables: num_entities x entity_dim, num_relations x relation_dim. */

@@ -115,6 +115,7 @@ void rdps_server_stop(struct rdps_server *s);
 /* True once stopped or asked to shut down by a client. */
 bool rdps_server_done(const struct rdps_server *s);
 
+/* Copies the server's counters (what rdps stats prints) into out. */
 void rdps_server_get_stats(const struct rdps_server *s, struct rdps_server_stats *out);
 
 /* Writes a checkpoint now (from the server's own thread: between requests,

@@ -125,6 +125,8 @@ int rdps_model_create(struct rdps_model **out,
 /* Frees the model; NULL is fine. */
 void rdps_model_destroy(struct rdps_model *m);
 
+/* What m was made with: its family, canonical name, parameters, and the
+ * floats of its entity and relation rows. */
 enum rdps_model_kind rdps_model_kind(const struct rdps_model *m);
 const char *rdps_model_name(const struct rdps_model *m); /* canonical */
 const struct rdps_model_params *rdps_model_params(const struct rdps_model *m);

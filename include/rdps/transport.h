@@ -56,12 +56,31 @@ enum rdps_req_type {
 	RDPS_REQ_SET = 12,     /* rows written (not gradients): ids, then n * dim words */
 	RDPS_REQ_SAMPLE = 13,  /* neighbours of seed nodes sampled by the server that
 				* holds them (struct rdps_sample_req) */
-	RDPS_REQ_MAX = 14,
+	RDPS_REQ_STATE = 14,   /* optimizer state of rows, read or written
+				* (struct rdps_state_req): saving a sparse optimizer */
+	RDPS_REQ_MAX = 15,
 };
+
+/* An optimizer-state request (RDPS_REQ_STATE's payload, also its wire
+ * form): the header, n u64 ids (all in the server's range of the table),
+ * then for a write n * floats_per_row floats. The reply to a read is n *
+ * floats_per_row floats. floats_per_row must be what the table's optimizer
+ * keeps (rdps_shard_state_per_row): the server refuses another. Sent over
+ * every backend's two-sided call path (state is not in the regions). */
+struct rdps_state_req {
+	uint32_t table;
+	uint32_t n;
+	uint32_t op;             /* RDPS_STATE_READ or RDPS_STATE_WRITE */
+	uint32_t floats_per_row;
+};
+_Static_assert(sizeof(struct rdps_state_req) == 16, "wire layout");
+enum { RDPS_STATE_READ = 0, RDPS_STATE_WRITE = 1 };
 
 /* Doubles in one allreduce vector. */
 #define RDPS_ALLREDUCE_MAX 64
 
+/* The name of a request type ("pull", "push", ...; "unknown" for any other
+ * number), for logs. */
 const char *rdps_req_name(int type);
 
 enum rdps_read_consistency {
@@ -144,26 +163,49 @@ _Static_assert(sizeof(struct rdps_table_req) == 96, "wire layout");
 
 /*
  * A neighbour-sampling request (RDPS_REQ_SAMPLE's payload; also its wire
- * form): the header, then n u64 seed node ids, each in the server's range
- * of the indptr table. For each seed the server picks up to fanout of its
- * in-edges uniformly without replacement (all of them if it has no more),
- * as rdps_sample_choose() picks them from (seed, node), so a client that
- * reads the same rows one-sidedly picks the same edges. The reply: u32
- * count[n] (padded to 8 bytes), then per picked edge, seed after seed, in
- * increasing edge id: u64 source node, u64 edge id, i64 edge type.
+ * form; rdps/graph.h says what the tables hold): the header, num_groups
+ * struct rdps_sample_group, n u64 slot ids (group after group, count each,
+ * each in the server's range of the ptr table), then num_exclude u64 edge
+ * ids in increasing order that are never picked. For each slot the server
+ * picks among its edges [begin, end) as rdps_sample_pick() does from
+ * (seed, slot, direction), so a client that reads the same rows
+ * one-sidedly picks the same edges. The reply: u32 count[n] (padded to 8
+ * bytes), then per picked edge, slot after slot, in increasing position:
+ * u64 the edge's other node (in: source; out: destination), u64 edge id,
+ * i64 edge type.
  */
 struct rdps_sample_req {
-	uint32_t indptr_table;  /* int64 x 2 per node: its in-edges' ids [begin, end) */
-	uint32_t edges_table;   /* int64 x 4 per edge: src, dst, type, original id */
-	uint32_t fanout;        /* 1 .. RDPS_SAMPLE_MAX_FANOUT */
-	uint32_t n;             /* seeds after the header */
+	uint32_t indptr_table;  /* int64 x 2 per slot: graph:indptr (in), graph:outptr (out) */
+	uint32_t edges_table;   /* graph:edges (in: 4 x int64), graph:outedges (out: 3) */
+	uint32_t fanout;        /* the most picks of any group's slot: bounds the reply */
+	uint32_t n;             /* slots after the groups */
 	uint64_t seed;          /* of the random choices */
+	uint32_t flags;         /* RDPS_SAMPLE_F_* */
+	uint32_t num_groups;    /* 1 .. RDPS_SAMPLE_MAX_GROUPS */
+	uint32_t num_exclude;   /* edge ids after the slots */
+	uint32_t reserved;      /* 0 */
 };
-_Static_assert(sizeof(struct rdps_sample_req) == 24, "wire layout");
+_Static_assert(sizeof(struct rdps_sample_req) == 40, "wire layout");
 
+#define RDPS_SAMPLE_F_OUT 1u     /* out-edges (graph:outptr, graph:outedges) */
+#define RDPS_SAMPLE_F_REPLACE 2u /* exactly fanout picks, with replacement */
+
+/* Slots sampled alike: one etype's, with its fanout and weights. */
+struct rdps_sample_group {
+	uint32_t fanout;        /* 1 .. the header's fanout */
+	uint32_t count;         /* slots of the group */
+	uint32_t prob_table;    /* weights: a read-only table of one float per edge
+				 * (in-edges only), or RDPS_SAMPLE_NO_PROB */
+	uint32_t prob_dtype;    /* enum rdps_dtype of its rows: float32 or float64 */
+	int64_t prob_shift;     /* edge id - prob_shift is the edge's row in it */
+};
+_Static_assert(sizeof(struct rdps_sample_group) == 24, "wire layout");
+
+#define RDPS_SAMPLE_NO_PROB 0xffffffffu
+#define RDPS_SAMPLE_MAX_GROUPS 64u
 #define RDPS_SAMPLE_MAX_FANOUT 1024u
 #define RDPS_SAMPLE_MAX_EDGES (1u << 20) /* n * fanout of one request, at most */
-#define RDPS_SAMPLE_EDGE_BYTES 24u      /* src, edge id, type */
+#define RDPS_SAMPLE_EDGE_BYTES 24u      /* other node, edge id, type */
 
 /* Bytes of a sample reply for n seeds and this fanout, at most. */
 static inline size_t rdps_sample_reply_bound(uint32_t n, uint32_t fanout)

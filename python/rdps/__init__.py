@@ -6,7 +6,9 @@
     emb = dist.DistEmbedding(n, 64, name="entity")
     opt = dist.optim.SparseAdagrad([emb], lr=0.1)
 
-See README.md ("Python") and rdps.distributed.
+rdps.distributed is the API (pydoc3 rdps.distributed); the guide for DGL
+users is docs/dgl.md in the checkout (share/doc/rdps/docs/dgl.md where rdps
+is installed). Errors of the C library are RdpsError (errno, message).
 """
 from ._errors import RdpsError
 from ._ffi import library_path

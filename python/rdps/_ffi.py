@@ -118,6 +118,11 @@ int rdps_client_table_create(struct rdps_client *c, const struct rdps_table_spec
 int rdps_client_table_drop(struct rdps_client *c, const char *name);
 int rdps_client_table_set_optimizer(struct rdps_client *c, uint32_t table,
                                     const struct rdps_optimizer_spec *o);
+int rdps_client_state_floats(const struct rdps_client *c, uint32_t table, uint32_t *per_row);
+int rdps_client_state_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+                          float *out);
+int rdps_client_state_set(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
+                          const float *in);
 int rdps_client_get(struct rdps_client *c, uint32_t table, const uint64_t *ids, size_t n,
                     void *out);
 int rdps_client_set(struct rdps_client *c, uint32_t table, const uint64_t *ids,
@@ -156,6 +161,124 @@ struct rdps_sampled {
 int rdps_graph_sample_neighbors(struct rdps_graph *g, const uint64_t *seeds, size_t n,
                                 uint32_t fanout, int way, uint64_t seed,
                                 struct rdps_sampled *out);
+/* graph.h: types, maps, data, typed sampling (issue 26) */
+const char *rdps_graph_schema(const struct rdps_graph *g);
+uint32_t rdps_graph_num_ntypes(const struct rdps_graph *g);
+uint32_t rdps_graph_num_etypes(const struct rdps_graph *g);
+const char *rdps_graph_ntype_name(const struct rdps_graph *g, uint32_t ntype);
+const char *rdps_graph_etype_name(const struct rdps_graph *g, uint32_t etype,
+                                  uint32_t *src_ntype, uint32_t *dst_ntype);
+int rdps_graph_ntype_id(const struct rdps_graph *g, const char *name);
+int rdps_graph_etype_id(const struct rdps_graph *g, const char *name);
+uint64_t rdps_graph_num_nodes_of(const struct rdps_graph *g, uint32_t ntype);
+uint64_t rdps_graph_num_edges_of(const struct rdps_graph *g, uint32_t etype);
+void rdps_graph_ntype_range(const struct rdps_graph *g, uint32_t ntype, uint32_t part,
+                            uint64_t *lo, uint64_t *hi);
+void rdps_graph_etype_range(const struct rdps_graph *g, uint32_t etype, uint32_t part,
+                            uint64_t *lo, uint64_t *hi);
+int rdps_graph_map_to_per_ntype(struct rdps_graph *g, const uint64_t *homo, size_t n,
+                                int32_t *ntype, uint64_t *per_type);
+int rdps_graph_map_to_homo_nid(struct rdps_graph *g, uint32_t ntype, const uint64_t *per_type,
+                               size_t n, uint64_t *homo);
+int rdps_graph_map_to_per_etype(struct rdps_graph *g, const uint64_t *homo, size_t n,
+                                int32_t *etype, uint64_t *per_type);
+int rdps_graph_map_to_homo_eid(struct rdps_graph *g, uint32_t etype, const uint64_t *per_type,
+                               size_t n, uint64_t *homo);
+int rdps_graph_nid2partid(struct rdps_graph *g, const uint64_t *homo, size_t n, uint32_t *part);
+int rdps_graph_eid2partid(struct rdps_graph *g, const uint64_t *homo, size_t n, uint32_t *part);
+struct rdps_graph_data_info {
+    const char *name;
+    const char *table;
+    const char *dtype;
+    uint32_t ndim;
+    const uint64_t *shape;
+    uint32_t row_bytes;
+    uint64_t num_rows;
+};
+int rdps_graph_data(const struct rdps_graph *g, int edge, uint32_t type, uint32_t i,
+                    struct rdps_graph_data_info *info);
+int rdps_graph_out_degrees(struct rdps_graph *g, const uint64_t *nodes, size_t n,
+                           uint64_t *deg);
+struct rdps_sample_spec {
+    const int32_t *fanouts;
+    bool out;
+    bool replace;
+    const char *prob;
+    const uint64_t *exclude;
+    size_t num_exclude;
+    int way;
+    uint64_t seed;
+};
+struct rdps_sample_result {
+    const uint64_t *src, *dst, *eid;
+    const int32_t *etype;
+    const int64_t *type;
+    const uint32_t *seed_index;
+    size_t num_edges;
+};
+int rdps_graph_sample(struct rdps_graph *g, const uint64_t *seeds, size_t n,
+                      const struct rdps_sample_spec *spec,
+                      const struct rdps_sample_result **out);
+
+/* partition.h: graph partitions (issue 26) */
+struct rdps_graph_array {
+    const char *name;
+    const char *dtype;
+    uint32_t ndim;
+    uint64_t shape[8];
+    const void *data;
+};
+struct rdps_graph_ntype_input {
+    const char *name;
+    uint64_t num_nodes;
+    uint32_t num_data;
+    const struct rdps_graph_array *data;
+    const int64_t *balance;
+};
+struct rdps_graph_etype_input {
+    const char *src, *name, *dst;
+    uint64_t num_edges;
+    const int64_t *src_ids, *dst_ids;
+    const int64_t *types;
+    uint32_t num_data;
+    const struct rdps_graph_array *data;
+};
+struct rdps_graph_input {
+    const char *name;
+    uint32_t num_ntypes;
+    const struct rdps_graph_ntype_input *ntypes;
+    uint32_t num_etypes;
+    const struct rdps_graph_etype_input *etypes;
+    const char *meta_json;
+    uint32_t num_classes;
+};
+struct rdps_graph_partition_opts {
+    const char *data_dir;
+    const char *out_dir;
+    uint32_t k;
+    int method;
+    bool balance_train;
+    bool balance_edges;
+    uint64_t seed;
+    int force;
+    uint32_t trainers_per_part;
+    const uint32_t *assignment;
+};
+struct rdps_graph_partition_result {
+    uint64_t num_nodes, num_edges, num_train;
+    uint64_t local_edges;
+    double local_edge_fraction;
+    uint64_t max_part_nodes, max_part_edges, max_part_train;
+    double seconds;
+    long peak_rss_kib;
+};
+int rdps_graph_partition_build_input(const struct rdps_graph_input *in,
+                                     const struct rdps_graph_partition_opts *o,
+                                     struct rdps_graph_partition_result *res, char *err,
+                                     size_t errlen);
+int rdps_graph_partition_build(const struct rdps_graph_partition_opts *o,
+                               struct rdps_graph_partition_result *res, char *err,
+                               size_t errlen);
 
 /* server.h: the package makes servers with no table (standalone), so it
  * sets only the fields before the tables; the rest of the config is
@@ -188,6 +311,10 @@ SERVER_CONFIG_BYTES = 1 << 16
 ERRLEN = 640
 # RDPS_SAMPLE_MAX_FANOUT (transport.h)
 SAMPLE_MAX_FANOUT = 1024
+# enum rdps_partition_method (partition.h)
+PARTITION_METIS, PARTITION_RANDOM = 0, 1
+# enum rdps_sample_way (graph.h)
+SAMPLE_RPC, SAMPLE_READ = 0, 1
 
 ffi = cffi.FFI()
 ffi.cdef(CDEF)

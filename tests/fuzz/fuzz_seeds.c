@@ -639,10 +639,11 @@ static void write_dict(const char *dir, const char *target)
 		{ "shutdown", RDPS_REQ_SHUTDOWN }, { "allreduce", RDPS_REQ_ALLREDUCE },
 		{ "checkpoint", RDPS_REQ_CHECKPOINT }, { "table", RDPS_REQ_TABLE },
 		{ "set", RDPS_REQ_SET }, { "sample", RDPS_REQ_SAMPLE },
+		{ "state", RDPS_REQ_STATE },
 		{ "challenge", RDPS_WIRE_CHALLENGE }, { "auth", RDPS_WIRE_AUTH },
 		{ "bind", RDPS_WIRE_BIND },
 	};
-	_Static_assert(RDPS_REQ_MAX == 14, "a new request kind: add it to the dictionaries");
+	_Static_assert(RDPS_REQ_MAX == 15, "a new request kind: add it to the dictionaries");
 	char path[1024];
 	FILE *f;
 

@@ -803,6 +803,7 @@ enum reply_rule {
 	RULE_VECTOR,  /* the sum: 1..RDPS_ALLREDUCE_MAX doubles */
 	RULE_TABLE,   /* one struct rdps_table_desc */
 	RULE_SAMPLE,  /* counts, then edges (rdps_sample_reply_bound's layout) */
+	RULE_STATE,   /* a read's n x floats_per_row floats; a write's: empty */
 };
 
 /*
@@ -832,6 +833,8 @@ static enum reply_rule reply_rule(enum rdps_req_type t)
 		return RULE_TABLE;
 	case RDPS_REQ_SAMPLE:
 		return RULE_SAMPLE;
+	case RDPS_REQ_STATE:
+		return RULE_STATE;
 	case RDPS_REQ_BYE: /* a closed connection, never a frame */
 	case RDPS_REQ_MAX:
 		return RULE_NEVER;
@@ -956,6 +959,7 @@ void fuzz_check_reply(const struct fuzz_server *fs, uint8_t type, const uint8_t 
 		FUZZ_CHECK(len == 0);
 		break;
 	case RULE_ROWS:
+	case RULE_STATE:
 		FUZZ_CHECK(len % 4 == 0);
 		break;
 	case RULE_STATS:

@@ -590,6 +590,7 @@ ParameterizedTest(struct transport_param *tp, graph, bad_calls_and_hostile_reque
 	struct rdps_sampled out = { .src = src, .dst = dst };
 	struct {
 		struct rdps_sample_req h;
+		struct rdps_sample_group gr;
 		uint64_t seeds[1];
 	} rq;
 	static char reply[1 << 16];
@@ -635,7 +636,9 @@ ParameterizedTest(struct transport_param *tp, graph, bad_calls_and_hostile_reque
 	rdps_graph_close(g);
 	cr_assert_eq(rdps_graph_open(c, &g), 0);
 	rq.h = (struct rdps_sample_req){ .indptr_table = ti.id, .edges_table = te.id, .fanout = 4,
-					 .n = 1, .seed = 5 };
+					 .n = 1, .seed = 5, .num_groups = 1 };
+	rq.gr = (struct rdps_sample_group){ .fanout = 4, .count = 1,
+					    .prob_table = RDPS_SAMPLE_NO_PROB };
 	rq.seeds[0] = lo;
 	cr_assert_eq(rdps_client_call_idempotent(c, 0, RDPS_REQ_SAMPLE, &rq, sizeof(rq), reply,
 						 sizeof(reply), &len), 0, "%s",
@@ -655,6 +658,27 @@ ParameterizedTest(struct transport_param *tp, graph, bad_calls_and_hostile_reque
 	cr_assert_eq(rdps_client_call_idempotent(c, 0, RDPS_REQ_SAMPLE, &rq, sizeof(rq), reply,
 						 sizeof(reply), &len), -EINVAL);
 	rq.h.fanout = 4;
+	rq.gr.fanout = 5; /* a group's fanout above the header's (the reply's bound) */
+	cr_assert_eq(rdps_client_call_idempotent(c, 0, RDPS_REQ_SAMPLE, &rq, sizeof(rq), reply,
+						 sizeof(reply), &len), -EINVAL);
+	rq.gr.fanout = 4;
+	rq.gr.prob_table = tf.id; /* weights from a table that is not an edge data */
+	rq.gr.prob_dtype = RDPS_DTYPE_F32;
+	cr_assert_eq(rdps_client_call_idempotent(c, 0, RDPS_REQ_SAMPLE, &rq, sizeof(rq), reply,
+						 sizeof(reply), &len), -EINVAL);
+	rq.gr.prob_table = RDPS_SAMPLE_NO_PROB;
+	rq.gr.prob_dtype = 0;
+	rq.h.flags = 0x80; /* an unknown flag */
+	cr_assert_eq(rdps_client_call_idempotent(c, 0, RDPS_REQ_SAMPLE, &rq, sizeof(rq), reply,
+						 sizeof(reply), &len), -EINVAL);
+	rq.h.flags = RDPS_SAMPLE_F_OUT; /* out-edges over the in-edge tables */
+	cr_assert_eq(rdps_client_call_idempotent(c, 0, RDPS_REQ_SAMPLE, &rq, sizeof(rq), reply,
+						 sizeof(reply), &len), -EINVAL);
+	rq.h.flags = 0;
+	rq.gr.count = 2; /* the group holds more slots than the request */
+	cr_assert_eq(rdps_client_call_idempotent(c, 0, RDPS_REQ_SAMPLE, &rq, sizeof(rq), reply,
+						 sizeof(reply), &len), -EINVAL);
+	rq.gr.count = 1;
 	rq.h.n = 2; /* says two seeds, carries one */
 	cr_assert_lt(rdps_client_call_idempotent(c, 0, RDPS_REQ_SAMPLE, &rq, sizeof(rq), reply,
 						 sizeof(reply), &len), 0);

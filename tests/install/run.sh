@@ -13,17 +13,25 @@
 #            rdps::rdps) both pull, push and pull back exact values from a
 #            "P/bin/rdps server" on loopback (SGD, lr 1, zeros: a push of -1
 #            adds 1), run with LD_LIBRARY_PATH=P/lib.
+#   man      a section-3 page per exported function (cmake/rdps-man3.sh):
+#            every function librdps.so.0 exports has P/share/man/man3/F.3,
+#            with NAME, SYNOPSIS (#include <rdps/rdps.h> and its prototype),
+#            DESCRIPTION from its header's comment (none "Not described"),
+#            each formats without a groff warning and has a whatis entry;
+#            "MANPATH=P/share/man man 3 rdps_client_pull" shows the page.
+#            Control: the static inline rdps_row_stride has a page too (the
+#            headers are read, not the library), verbs_connect has none.
 #   abi      librdps.so.0 (SONAME, symbol version RDPS_0.1) exports exactly
 #            what P/include/rdps/*.h declare (tests/install/public-symbols.sh);
 #            control: rdps_client_create is exported, rdps_pt_fail and
 #            verbs_connect are not, though the build's static modules define
 #            them (so the version script hid them).
 #
-# usage: run.sh package|abi BUILD_DIR WORK_DIR       (ctest: install/package, install/abi)
+# usage: run.sh package|abi|man BUILD_DIR WORK_DIR   (ctest: install/package, install/abi, install/man)
 set -u
 
 if [ $# -ne 3 ]; then
-	echo "usage: run.sh package|abi BUILD_DIR WORK_DIR" >&2
+	echo "usage: run.sh package|abi|man BUILD_DIR WORK_DIR" >&2
 	exit 2
 fi
 what=$1
@@ -108,7 +116,7 @@ check_files() {
 		include/rdps/rdps.h include/rdps/client.h include/rdps/common.h \
 		lib/pkgconfig/rdps.pc lib/cmake/rdps/rdpsConfig.cmake \
 		lib/cmake/rdps/rdpsConfigVersion.cmake lib/cmake/rdps/rdpsTargets.cmake \
-		bin/rdps share/doc/rdps/README.md share/man/man1/rdps.1; do
+		bin/rdps share/doc/rdps/README.md share/doc/rdps/docs/kge.md share/man/man1/rdps.1; do
 		[ -e "$P/$f" ] || fail "not installed: $f"
 	done
 	for f in "$src"/include/rdps/*.h; do
@@ -129,6 +137,45 @@ check_files() {
 		grep -q '^\.SH SYNOPSIS' "$page" || fail "$(basename "$page"): no SYNOPSIS"
 	done
 	ok_since "$f0" "files, $(find "$P/share/man/man1" -name "*.1" | wc -l) man pages for $n commands"
+}
+
+check_man3() {
+	local f page n=0 warn out f0=$failures
+	local dir=$P/share/man/man3
+	nm -D --defined-only "$lib" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort -u \
+		> "$work/functions"
+	[ -s "$work/functions" ] || fail "librdps.so.0 exports no function"
+	while read -r f; do
+		n=$((n + 1))
+		page=$dir/$f.3
+		if [ ! -e "$page" ]; then
+			fail "no man page $f(3) for the exported function $f"
+			continue
+		fi
+		grep -q '^\.SH SYNOPSIS' "$page" || fail "$f.3: no SYNOPSIS"
+		grep -q '^\.B #include <rdps/rdps.h>' "$page" || fail "$f.3: no #include <rdps/rdps.h>"
+		grep -q "fB$(printf '%s' "$f" | sed 's/-/\\\\-/g')\\\\fR(" "$page" || fail "$f.3: no prototype of $f"
+		grep -q '^\.SH DESCRIPTION' "$page" || fail "$f.3: no DESCRIPTION"
+		grep -q '^Not described:' "$page" && fail "$f.3: $(grep '^Not described:' "$page")"
+	done < "$work/functions"
+	for page in "$dir"/*.3; do
+		warn=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
+		[ -z "$warn" ] || fail "groff -man -ww $(basename "$page"): $warn"
+		lexgrog "$page" > /dev/null 2>&1 || fail "lexgrog $(basename "$page"): no whatis entry"
+	done
+	# Formatted (justified): runs of blanks as one.
+	out=$(MANPATH=$P/share/man MANWIDTH=100 man 3 rdps_client_pull 2> "$work/man.err" | tr -s ' ')
+	case $out in
+	*"rdps_client_pull - "*"#include <rdps/rdps.h>"*"int rdps_client_pull(struct rdps_client *c"*"RETURN VALUE"*) ;;
+	*) fail "MANPATH=$P/share/man man 3 rdps_client_pull: $(head -c 600 <<< "$out") $(cat "$work/man.err")" ;;
+	esac
+	[ "$(MANPATH=$P/share/man man -w 3 rdps_client_pull 2>&1)" = "$dir/rdps_client_pull.3" ] ||
+		fail "man -w 3 rdps_client_pull: $(MANPATH=$P/share/man man -w 3 rdps_client_pull 2>&1)"
+	[ -e "$dir/rdps_row_stride.3" ] || fail "control: no page for the static inline rdps_row_stride"
+	[ -e "$dir/verbs_connect.3" ] && fail "control: a page for the internal verbs_connect"
+	[ "$n" -ge 100 ] || fail "librdps.so.0 exports $n functions"
+	echo "install/$what: $n exported functions, $(find "$dir" -name '*.3' | wc -l) section-3 pages"
+	ok_since "$f0" "a man page per exported function; man 3 rdps_client_pull"
 }
 
 # start_server: P/bin/rdps server on a free loopback port; sets ipc.
@@ -251,6 +298,7 @@ check_consumers() {
 
 case $what in
 abi) check_abi ;;
+man) check_man3 ;;
 package)
 	check_files
 	check_consumers

@@ -118,6 +118,11 @@ ParameterizedTestParameters(tables, errors_and_drop)
 	return rdps_test_transport_params();
 }
 
+ParameterizedTestParameters(tables, optimizer_state_read_and_written)
+{
+	return rdps_test_transport_params();
+}
+
 /* ---------------------------------------------------------------------- */
 
 #define MAKERS 4
@@ -421,6 +426,70 @@ ParameterizedTest(struct transport_param *tp, tables, errors_and_drop, .timeout 
 			cr_assert_eq(r6[k], 1.0f, "a fresh table: zeros, plus one push");
 	}
 	(void)row;
+	rdps_client_destroy(c);
+	job_stop(&j);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* The optimizer state of rows (saving a sparse optimizer): read after
+ * pushes on both servers, written back, refused where there is none. */
+ParameterizedTest(struct transport_param *tp, tables, optimizer_state_read_and_written,
+		  .timeout = 120)
+{
+	enum { ROWS = 40, D = 3 };
+	struct rdps_table_spec spec = { .name = "st", .num_rows = ROWS, .elems = D,
+					.dtype = RDPS_DTYPE_F32 };
+	struct rdps_optimizer_spec ada = { .optimizer = RDPS_OPT_ADAGRAD, .lr = 0.1f };
+	uint64_t ids[4] = { 33, 2, 21, 2 }, all[ROWS];
+	float g[4 * D], st[ROWS * D], back[ROWS * D];
+	struct rdps_table_info info;
+	struct rdps_client *c;
+	uint32_t per_row;
+	struct job j;
+
+	job_start(&j, tp->name);
+	c = client(&j, 0, 1);
+	cr_assert_eq(rdps_client_table_create(c, &spec, &info), 0, "%s", rdps_client_errmsg(c));
+	/* No optimizer, no state. */
+	cr_assert_eq(rdps_client_state_get(c, info.id, ids, 1, st), -EINVAL);
+	cr_assert(strstr(rdps_client_errmsg(c), "no optimizer state"), "%s",
+		  rdps_client_errmsg(c));
+	cr_assert_eq(rdps_client_table_set_optimizer(c, info.id, &ada), 0, "%s",
+		     rdps_client_errmsg(c));
+	cr_assert_eq(rdps_client_state_floats(c, info.id, &per_row), 0);
+	cr_assert_eq(per_row, D);
+	for (int k = 0; k < 4 * D; k++)
+		g[k] = (float)(k + 1) / 4.0f;
+	cr_assert_eq(rdps_client_push(c, info.id, ids, g, 4), 0, "%s", rdps_client_errmsg(c));
+	cr_assert_eq(rdps_client_flush(c), 0, "%s", rdps_client_errmsg(c));
+	for (int r = 0; r < ROWS; r++)
+		all[r] = (uint64_t)(ROWS - 1 - r); /* unsorted, over both servers */
+	cr_assert_eq(rdps_client_state_get(c, info.id, all, ROWS, st), 0, "%s",
+		     rdps_client_errmsg(c));
+	/* Adagrad's sum of squares: row 2 got two gradients, summed first. */
+	for (int r = 0; r < ROWS; r++) {
+		uint64_t id = all[r];
+
+		for (int k = 0; k < D; k++) {
+			double want = 0, gsum = 0;
+
+			for (int i = 0; i < 4; i++)
+				if (ids[i] == id)
+					gsum += g[i * D + k];
+			want = gsum * gsum;
+			cr_assert_float_eq(st[r * D + k], want, 1e-4, "row %llu[%d]: %g, want %g",
+					   (unsigned long long)id, k, st[r * D + k], want);
+		}
+	}
+	/* Written back as a load does, and read again. */
+	for (int k = 0; k < ROWS * D; k++)
+		st[k] = (float)k;
+	cr_assert_eq(rdps_client_state_set(c, info.id, all, ROWS, st), 0, "%s",
+		     rdps_client_errmsg(c));
+	cr_assert_eq(rdps_client_state_get(c, info.id, all, ROWS, back), 0, "%s",
+		     rdps_client_errmsg(c));
+	cr_assert_eq(memcmp(st, back, sizeof(st)), 0, "the state written is not read back");
 	rdps_client_destroy(c);
 	job_stop(&j);
 }

@@ -29,6 +29,31 @@ static void teardown(void)
 
 TestSuite(dataset, .init = setup, .fini = teardown);
 
+/* "rdps dataset wordnet data/wn18" in a fresh checkout: the output's
+ * missing parents are made (mkdir -p), as a user expects; a parent that is
+ * a file is named. */
+Test(dataset, output_parents_are_made)
+{
+	struct rdps_synth_opts o;
+	struct rdps_dataset_stats st;
+	char *out = th_path(dir, "a/b/out"), *blocked = th_path(dir, "f/out");
+	struct stat sb;
+
+	rdps_dataset_synth_defaults(&o);
+	o.num_entities = 100;
+	o.num_relations = 4;
+	o.num_triples = 400;
+	o.num_valid = o.num_test = 10;
+	cr_assert_eq(rdps_dataset_synth(out, &o, &st, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(stat(out, &sb), 0);
+	cr_assert(S_ISDIR(sb.st_mode));
+	th_write(dir, "f", "a file\n");
+	cr_assert_eq(rdps_dataset_synth(blocked, &o, &st, err, sizeof(err)), -ENOTDIR);
+	cr_assert(strstr(err, "f/out.tmp-") || strstr(err, "/f: "), "%s", err);
+	free(out);
+	free(blocked);
+}
+
 /* Opens dir and scans every split; returns the first error. */
 static int scan_all(void)
 {

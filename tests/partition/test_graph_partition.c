@@ -120,60 +120,61 @@ Test(graph_partition, every_edge_and_node_lands_once_where_it_belongs)
 		     "%s", err);
 	cr_assert_eq(rows, N);
 	{
-		/* the ranges, from partition.json's node_ranges via the part sizes */
+		/* the ranges, from the part sizes (labels: node data 1) */
 		for (uint32_t p = 0; p < 3; p++) {
 			uint64_t np;
-			int64_t *lp = read_npy(pdir, p, "labels", "<i8", &np);
+			int64_t *lp = read_npy(pdir, p, "nd-0-1", "<i8", &np);
 
 			ranges[p + 1] = ranges[p] + np;
 			free(lp);
 		}
 		cr_assert_eq(ranges[3], N);
 	}
-	for (uint32_t p = 0; p < 3; p++) {
-		uint64_t np, ne, n2, n3, n4, nf;
-		int64_t *indptr = read_npy(pdir, p, "indptr", "<i8", &np);
-		int64_t *ind = read_npy(pdir, p, "indices", "<i8", &ne);
-		int64_t *et = read_npy(pdir, p, "etypes", "<i8", &n2);
-		int64_t *eid = read_npy(pdir, p, "eids", "<i8", &n3);
-		int64_t *lp = read_npy(pdir, p, "labels", "<i8", &n4);
-		float *fp = read_npy(pdir, p, "features", "<f4", &nf);
+	for (uint32_t p = 0, elo = 0; p < 3; p++) {
+		uint64_t np, ne, n4, nf;
+		int64_t *inptr = read_npy(pdir, p, "inptr", "<i8", &np);
+		int64_t *er = read_npy(pdir, p, "edges", "<i8", &ne);
+		int64_t *lp = read_npy(pdir, p, "nd-0-1", "<i8", &n4);
+		float *fp = read_npy(pdir, p, "nd-0-0", "<f4", &nf);
 
-		cr_assert(np == ranges[p + 1] - ranges[p] + 1 && n2 == ne && n3 == ne &&
-			  nf == np - 1 && n4 == np - 1);
-		cr_assert_eq(indptr[0], 0);
-		cr_assert_eq((uint64_t)indptr[np - 1], ne);
-		for (uint64_t i = 0; i + 1 < np; i++) {
+		/* one in-slot per node (one etype): [begin, end) of the part's edges */
+		cr_assert(np == ranges[p + 1] - ranges[p] && nf == np && n4 == np);
+		for (uint64_t i = 0; i < np; i++) {
 			uint64_t nid = ranges[p] + i;
 			int64_t old = idmap[nid];
 
-			cr_assert_leq(indptr[i], indptr[i + 1]);
+			cr_assert_leq(inptr[2 * i], inptr[2 * i + 1]);
+			cr_assert_geq(inptr[2 * i], elo);
+			cr_assert_leq(inptr[2 * i + 1], elo + ne);
 			cr_assert_eq(lp[i], lab[old], "node %llu's label", (unsigned long long)nid);
 			cr_assert_arr_eq(fp + i * F, feat + old * F, F * sizeof(float));
-			for (int64_t k = indptr[i]; k < indptr[i + 1]; k++) {
-				int64_t x = eid[k];
+			for (int64_t k = inptr[2 * i]; k < inptr[2 * i + 1]; k++) {
+				const int64_t *row = er + 4 * (k - elo);
+				int64_t x = row[3];
 
 				cr_assert(x >= 0 && x < E);
 				cr_assert_eq(seen[x]++, 0, "edge %lld twice", (long long)x);
+				cr_assert_eq(row[1], (int64_t)nid);
 				cr_assert_eq(edges[2 * x + 1], old, "edge %lld in the wrong node", (long long)x);
-				cr_assert_eq(idmap[ind[k]], edges[2 * x], "edge %lld's source", (long long)x);
-				cr_assert_eq(et[k], etypes[x]);
-				local += (uint64_t)ind[k] >= ranges[p] && (uint64_t)ind[k] < ranges[p + 1];
+				cr_assert_eq(idmap[row[0]], edges[2 * x], "edge %lld's source", (long long)x);
+				cr_assert_eq(row[2], etypes[x]);
+				local += (uint64_t)row[0] >= ranges[p] && (uint64_t)row[0] < ranges[p + 1];
 			}
 		}
 		for (int m = 0; m < 3; m++) {
-			static const char *const mn[3] = { "train_mask", "val_mask", "test_mask" };
+			char what[16];
 			uint64_t nm;
-			uint8_t *mp = read_npy(pdir, p, mn[m], "|u1", &nm);
+			uint8_t *mp;
 
+			snprintf(what, sizeof(what), "nd-0-%d", 2 + m);
+			mp = read_npy(pdir, p, what, "|u1", &nm);
 			for (uint64_t i = 0; i < nm; i++)
 				cr_assert_eq(mp[i], mask[m][idmap[ranges[p] + i]]);
 			free(mp);
 		}
-		free(indptr);
-		free(ind);
-		free(et);
-		free(eid);
+		elo += (uint32_t)ne;
+		free(inptr);
+		free(er);
 		free(lp);
 		free(fp);
 	}

@@ -6,6 +6,7 @@ servers inside this process). tcp: two 'rdps server --transport tcp'
 processes started without tables (the CLI change of issue 18), this
 process their only trainer; finalize() (trainer 0) shuts them down.
 """
+import contextlib
 import os
 import random
 import socket
@@ -23,6 +24,46 @@ PYTHON = sys.executable
 
 if os.path.join(SRC, "python") not in sys.path:
     sys.path.insert(0, os.path.join(SRC, "python"))
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+
+
+def dgl_version():
+    """DGL's version, or None when it is not installed."""
+    try:
+        import dgl
+    except ImportError:
+        return None
+    return dgl.__version__
+
+
+def _dgl_line():
+    v = dgl_version()
+    if v is None:
+        return "DGL: not installed (python %s)" % sys.executable
+    import dgl
+    import torch
+    return "DGL: %s from %s, torch %s, python %s" % (
+        v, os.path.dirname(dgl.__file__), torch.__version__, sys.executable)
+
+
+def pytest_report_header(config):
+    return _dgl_line()
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Also under -q, which drops the header: the log says which DGL ran.
+    terminalreporter.write_line("ran against " + _dgl_line())
+
+
+def need_dgl():
+    """Imports DGL for a test that needs it: skipped without it, unless the
+    suite runs where DGL must be ($RDPS_REQUIRE_DGL=1: ctest in the venv),
+    where its absence fails the test."""
+    if os.environ.get("RDPS_REQUIRE_DGL") == "1":
+        import dgl
+        return dgl
+    return pytest.importorskip("dgl")
 
 
 def port_free(port):
@@ -116,6 +157,36 @@ class TcpServers:
                 p.wait()
         for log in self.logs:
             log.close()
+
+
+@contextlib.contextmanager
+def graph_job(transport, parts, tmp_path_factory, name, part_config=None):
+    """This process as the one trainer of a job serving the graph partition
+    parts: over inproc (standalone: the parts served in-process) or tcp (2
+    rdps server --graph processes, shut down by finalize). Yields the
+    DistGraph (part_config: what it is given, default parts)."""
+    import rdps.distributed as dist
+
+    servers = None
+    if transport != "inproc":
+        servers = TcpServers(tmp_path_factory.mktemp("gtcp"), 2, extra=("--graph", parts))
+    try:  # servers started are stopped whatever fails, initialize() too
+        if servers:
+            dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
+        else:
+            dist.initialize()
+        g = dist.DistGraph(name, part_config=part_config or parts)
+        assert dist.get_transport() == transport
+        yield g
+    finally:
+        try:
+            if dist.is_initialized():
+                dist.finalize()
+            if servers:
+                assert servers.wait() == [0, 0]
+        finally:
+            if servers:
+                servers.kill()
 
 
 @pytest.fixture(scope="module", params=["inproc", "tcp"])

@@ -49,7 +49,10 @@ def test_structs_and_constants_match_the_headers(tmp_path):
               "RDPS_OPT_ADAGRAD": _ffi.OPT_ADAGRAD, "RDPS_OPT_ADAM": _ffi.OPT_ADAM,
               "RDPS_OPT_NONE": _ffi.OPT_NONE, "RDPS_INIT_UNIFORM": _ffi.INIT_UNIFORM,
               "RDPS_INIT_ZEROS": _ffi.INIT_ZEROS, "RDPS_TABLE_NAME_MAX": _ffi.TABLE_NAME_MAX,
-              "RDPS_SAMPLE_MAX_FANOUT": _ffi.SAMPLE_MAX_FANOUT}
+              "RDPS_SAMPLE_MAX_FANOUT": _ffi.SAMPLE_MAX_FANOUT,
+              "RDPS_PARTITION_METIS": _ffi.PARTITION_METIS,
+              "RDPS_PARTITION_RANDOM": _ffi.PARTITION_RANDOM,
+              "RDPS_SAMPLE_RPC": _ffi.SAMPLE_RPC, "RDPS_SAMPLE_READ": _ffi.SAMPLE_READ}
     for c, v in consts.items():
         lines.append('printf("%s %%d\\n", (int)%s);' % (c, c))
         expect.append("%s %d" % (c, v))

@@ -43,7 +43,7 @@ def test_launch_exec_commands(tmp_path):
         # the command's own arguments pass untouched (no train-argument check)
         assert lines[2 + j] == ("trainer %d: /usr/bin/env RDPS_IP_CONFIG=%s RDPS_RANK=%d "
                                 "RDPS_NUM_TRAINERS=2 RDPS_NUM_SERVERS=2 RDPS_TRANSPORT=tcp "
-                                "python3 train.py --rank 7" % (j, real, j))
+                                "RDPS_MACHINE=0 python3 train.py --rank 7" % (j, real, j))
     r = run("launch", "--ip_config", ipc, "--backend", "mpi", "--exec", "--dry_run", "--",
             "python3", "t.py")
     assert r.returncode == 0 and " --exec -- python3 t.py" in r.stdout, r.stdout + r.stderr
@@ -52,3 +52,21 @@ def test_launch_exec_commands(tmp_path):
     r = run("launch", "--ip_config", ipc, "--transport", "tcp", "--", "--data", "d")
     assert r.returncode == 2 and "--transport goes with --exec" in r.stderr
     assert "RDPS_NUM_TRAINERS" in run("launch", "--help").stdout
+
+
+def test_launch_py_line_errors(tmp_path):
+    """launch.py's flags: what rdps cannot do is refused before anything
+    starts, saying why."""
+    ipc = write_ip_config(tmp_path, 2)
+    base = ["launch", "--workspace", str(tmp_path), "--num_trainers", "1", "--ip_config", ipc]
+    r = run(*base, "--part_config", "p/x.json", "--num_servers", "2", "python3 t.py")
+    assert r.returncode == 2 and "one part of the graph per server" in r.stderr, r.stderr
+    r = run(*base, "python3 t.py")
+    assert r.returncode == 2 and "needs --part_config" in r.stderr, r.stderr
+    r = run(*base, "--part_config", "p/x.json", "--num_samplers", "1")
+    assert r.returncode == 2 and "the training command comes last" in r.stderr, r.stderr
+    r = run(*base, "--part_config", "p/x.json", "--extra_envs", "NOVALUE", "python3 t.py")
+    assert r.returncode == 2 and "'NOVALUE' is not NAME=VALUE" in r.stderr, r.stderr
+    r = run(*base, "--part_config", "p/x.json", "--dry_run", "python3 t.py --a 1")
+    assert r.returncode == 0, r.stderr
+    assert "--server_arg=%s/p" % tmp_path in r.stderr and "RDPS_NUM_SAMPLERS=0" in r.stdout

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import TcpServers
+from conftest import graph_job
 
 import rdps.distributed as dist
 from rdps import RdpsError
@@ -18,25 +18,8 @@ from rdps import RdpsError
 @pytest.fixture(scope="module", params=["inproc", "tcp"])
 def graph(request, wordnet, tmp_path_factory):
     _, parts, ds = wordnet
-    servers = None
-    if request.param == "inproc":
-        dist.initialize()
-    else:
-        servers = TcpServers(tmp_path_factory.mktemp("gtcp"), 2, extra=("--graph", parts))
-        dist.initialize(servers.ip_config, rank=0, num_trainers=1, transport="tcp")
-    try:
-        g = dist.DistGraph("wordnet", part_config=parts)
-        assert dist.get_transport() == request.param
+    with graph_job(request.param, parts, tmp_path_factory, "wordnet") as g:
         yield g, ds
-    finally:
-        try:
-            if dist.is_initialized():
-                dist.finalize()
-            if servers:
-                assert servers.wait() == [0, 0]
-        finally:
-            if servers:
-                servers.kill()
 
 
 def edge_set(src, dst, et):
@@ -151,7 +134,8 @@ def test_blocks(graph):
         assert torch.equal(nid[esrc], src) and torch.equal(nid[edst], dst)
     assert int(blocks[1].in_degrees().max()) <= 4
     # a loader covers the nodes once per epoch
-    loader = dist.DistNodeDataLoader(g, torch.arange(1000), sampler, 300, shuffle=True, seed=1)
+    loader = dist.DistNodeDataLoader(g, torch.arange(1000), sampler, batch_size=300, shuffle=True,
+                                     seed=1)
     seen = torch.cat([s for _, s, _ in loader])
     assert len(loader) == 4 and sorted(seen.tolist()) == list(range(1000))
 

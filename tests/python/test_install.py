@@ -88,3 +88,37 @@ def test_library_search_order(tmp_path):
     assert r.returncode == 0, r.stderr
     assert os.path.realpath(r.stdout.strip()) == os.path.realpath(
         os.path.join(BUILD, "librdps.so.0"))
+
+
+def test_pip_install_from_the_checkout(tmp_path):
+    """pip install ./python into a fresh venv (over Debian's python, as a
+    user's), offline from the wheels deploy/install-venv.sh keeps: CMake
+    builds librdps and the rdps tool, and the venv's package loads its own
+    library (no RDPS_LIBRARY, run outside the checkout)."""
+    wheelhouse = os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "wheelhouse")
+    if not os.path.isdir(wheelhouse):
+        if os.environ.get("RDPS_REQUIRE_DGL") == "1":
+            pytest.fail("no %s: deploy/install-venv.sh makes it" % wheelhouse)
+        pytest.skip("no wheelhouse of deploy/install-venv.sh beside %s" % sys.executable)
+    venv = tmp_path / "venv"
+    r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    src = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+    env = clean_env(PIP_NO_INDEX="1", PIP_FIND_LINKS=wheelhouse, PYTHONDONTWRITEBYTECODE="1")
+    r = subprocess.run([str(venv / "bin" / "pip"), "install", src], env=env,
+                       capture_output=True, text=True, timeout=840)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    site = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_paths()['platlib'])"],
+                          capture_output=True, text=True).stdout.strip()
+    r = subprocess.run([str(venv / "bin" / "python"), "-c", SCRIPT], cwd="/", env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FILE %s" % os.path.join(site, "rdps", "__init__.py") in r.stdout, r.stdout
+    lib = os.path.join(site, "rdps", "lib", "librdps.so.0")
+    assert os.path.realpath(r.stdout.split("LIB ")[1].split()[0]) == os.path.realpath(lib)
+    assert "ROWS [[3.5, 4.5], [1.5, 2.5]] inproc 1" in r.stdout, r.stdout
+    r = subprocess.run([str(venv / "bin" / "rdps"), "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "usage: rdps" in r.stdout

@@ -114,3 +114,40 @@ def test_what_is_pushed(job):
     assert moved.tolist() == [i == 3 for i in range(10)]
     with pytest.raises(TypeError):
         dist.optim.SparseAdam([emb.weight], lr=0.1)
+
+
+@pytest.mark.parametrize("kind", ["adagrad", "adam"])
+def test_save_and_load_bring_the_state_back(job, tmp_path, kind):
+    """SparseOptimizer.save/load (DGL's): each trainer writes its share of
+    the servers' state to f_RANK and reads it back; the state after load is
+    the state saved, bit for bit, whatever steps ran in between."""
+    emb = dist.DistEmbedding(N, DIM, name="sl_" + kind, init_func=dist.uniform_init(0.3, seed=5))
+    cls = dist.optim.SparseAdagrad if kind == "adagrad" else dist.optim.SparseAdam
+    opt = cls([emb], lr=0.05)
+    everything = torch.arange(N)
+
+    def step(ids):
+        x = emb(ids)
+        (x ** 2).sum().backward()
+        opt.step()
+
+    step(torch.tensor([1, 5, 9, 5]))
+    saved = opt._state(emb, everything)
+    per_row = DIM if kind == "adagrad" else 2 * DIM + 1
+    assert saved.shape == (N, per_row)
+    touched = saved.abs().sum(1) > 0
+    assert touched.nonzero().flatten().tolist() == [1, 5, 9], "state where no row was pushed"
+    opt.save(str(tmp_path / "opt"))
+    assert (tmp_path / "opt_0").exists()
+    step(torch.tensor([1, 2, 3]))
+    assert not torch.equal(opt._state(emb, everything), saved), "control: the step changed nothing"
+    opt.load(str(tmp_path / "opt"))
+    assert torch.equal(opt._state(emb, everything), saved)
+    # Another shape of state (another optimizer's file) is refused, naming both.
+    other = dist.DistEmbedding(N, DIM + 1, name="sl2_" + kind)
+    opt2 = cls([other], lr=0.05)
+    state = torch.load(str(tmp_path / "opt_0"))
+    state["emb_states"] = {other.name: state["emb_states"][emb.name]}
+    with pytest.raises(Exception) as e:
+        opt2.load_local_state_dict(state)
+    assert "the file has" in str(e.value)

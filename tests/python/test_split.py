@@ -63,10 +63,53 @@ def test_mask_kinds(trainers):
         assert [p.tolist() for p in shares(dist.node_split, mask, 2)] == want, type(mask)
     assert dist.node_split(bits).tolist() == want[0], "rank defaults to this trainer's"
     # with a partition book: each trainer's own part's set ids
-    pb = dist.GraphPartitionBook([0, 5, 40], 0)
+    pb = dist.GraphPartitionBook([0, 5, 40], [0, 10, 20])
     assert [dist.node_split(bits, pb, rank=r, force_even=False).tolist() for r in (0, 1)] == \
         [[3], [7, 8, 20, 39]]
+    # edges by ownership: part p owns edge ids edge_ranges[p]..
+    ebits = np.zeros(20, dtype=bool)
+    ebits[[1, 9, 10, 11, 19]] = True
+    assert [dist.edge_split(ebits, pb, rank=r, force_even=False).tolist() for r in (0, 1)] == \
+        [[1, 9], [10, 11, 19]]
+    with pytest.raises(ValueError):  # a node mask is not an edge mask
+        dist.edge_split(bits, pb, force_even=False)
     with pytest.raises(ValueError):  # a mask of another graph
         dist.node_split(bits[:30], pb, force_even=False)
     with pytest.raises(ValueError):
         dist.node_split(bits, rank=2)
+
+
+def test_locality_follows_the_launch_layout(trainers):
+    """Trainers sit beside the part of their machine (rdps launch places
+    trainer r on machine r % machines: parts [0, 1, 0, 1] for 4 trainers
+    over 2 machines); each gets ids of that part, whichever way it splits.
+    Without the layout (parts by rank blocks: [0, 0, 1, 1]) trainer 1 would
+    get part 0's ids: the control."""
+    trainers(4)
+    n = 1000
+    mask = np.zeros(n, dtype=bool)
+    mask[::3] = True
+    ranges = [0, 500, 1000]
+    for layout in ([0, 1, 0, 1], [1, 0, 1, 0], [0, 0, 1, 1]):
+        pb = dist.GraphPartitionBook(ranges, [0, 7, 9], partid=0, trainer_parts=layout)
+        for even in (True, False):
+            got = [dist.node_split(mask, pb, rank=r, force_even=even).numpy() for r in range(4)]
+            assert np.array_equal(np.sort(np.concatenate(got)), np.flatnonzero(mask))
+            for r, ids in enumerate(got):
+                part = layout[r]
+                own = ((ids >= ranges[part]) & (ids < ranges[part + 1])).mean()
+                # force_even: runs of equal length, so one may reach a
+                # neighbouring part by the parts' imbalance (1 id here)
+                assert own == 1.0 if not even else own > 0.98, (layout, even, r, own)
+            if even:
+                sizes = [len(x) for x in got]
+                assert max(sizes) - min(sizes) <= 1
+    # the control: the rank-block rule hands trainer 1 part 0's ids
+    pb = dist.GraphPartitionBook(ranges, [0, 7, 9], trainer_parts=[0, 0, 1, 1])
+    ids = dist.node_split(mask, pb, rank=1).numpy()
+    assert (ids < 500).mean() > 0.98
+    # force_even=False needs a trainer beside every part
+    pb = dist.GraphPartitionBook(ranges, [0, 7, 9], trainer_parts=[0, 0, 0, 0])
+    with pytest.raises(ValueError) as e:
+        dist.node_split(mask, pb, rank=0, force_even=False)
+    assert "part(s) [1]" in str(e.value)

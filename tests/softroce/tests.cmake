@@ -26,7 +26,7 @@ target_link_libraries(softroce_guest_verbs PRIVATE softroce_guest_common)
 add_dependencies(softroce_guest_verbs rdps integration_test_cluster integration_test_faults
   integration_test_badinput integration_test_auth
   kvstore_test_server_threads integration_test_tables softroce_guest_scale
-  softroce_guest_sessions softroce_guest_graph graph_test_graph)
+  softroce_guest_sessions softroce_guest_graph graph_test_graph graph_test_graph_hetero)
 # 64 clients over one receive queue, clients killed with pushes in flight.
 add_executable(softroce_guest_scale ${RDPS_SOFTROCE_DIR}/guest_scale.c)
 target_link_libraries(softroce_guest_scale PRIVATE softroce_guest_common)

@@ -219,7 +219,12 @@ char *rdps_test_port_report(int port, const char *const *logs)
 
 char *rdps_test_slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
+	return rdps_test_slurp_len(path, NULL);
+}
+
+char *rdps_test_slurp_len(const char *path, size_t *out_len)
+{
+	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
 	size_t cap = 0, len = 0, n;
 
@@ -236,6 +241,8 @@ char *rdps_test_slurp(const char *path)
 	} while (n);
 	buf[len] = '\0';
 	fclose(f);
+	if (out_len)
+		*out_len = len;
 	return buf;
 }
 

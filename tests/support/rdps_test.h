@@ -36,6 +36,8 @@ char *rdps_test_port_report(int port, const char *const *logs);
 
 /* Reads a whole file into a malloc'd NUL-terminated string (NULL on error). */
 char *rdps_test_slurp(const char *path);
+/* The same, with its length (binary files); *len may be NULL. */
+char *rdps_test_slurp_len(const char *path, size_t *len);
 
 /* Reads exactly len bytes from socket s: 0, -ECONNRESET at end of stream,
  * or -errno (-EAGAIN when the socket's SO_RCVTIMEO ran out). */

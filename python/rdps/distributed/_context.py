@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The process's connection to the job: initialize(), finalize() and friends.
 
-One client per process (rdps clients are not thread-safe: call the package
-from one thread). Standalone (no ip_config anywhere) starts the servers in
-this process: transport inproc, each rdps_server_run() in a daemon thread
-(cffi releases the GIL during C calls, so they serve while Python runs).
+One client per process. An rdps client is not thread-safe, so every call of
+the client and graph API goes through `lib` below, which serialises them with
+one lock: the loaders' sampler threads (num_samplers) then share the client
+with the training loop. Standalone (no job) starts the servers in this
+process: transport inproc, each rdps_server_run() in a daemon thread (cffi
+releases the GIL during C calls, so they serve while Python runs).
 """
 import atexit
 import errno
@@ -13,7 +15,53 @@ import sys
 import threading
 
 from .._errors import RdpsError
-from .._ffi import ERRLEN, SERVER_CONFIG_BYTES, ffi, lib, string
+from .._ffi import ERRLEN, SERVER_CONFIG_BYTES, ffi, string
+from .._ffi import lib as _raw_lib
+
+class _SerializedLib:
+    """librdps with its client-side calls (rdps_client_*, rdps_graph_* but
+    not the server's rdps_graph_part_*) made under one re-entrant lock, so
+    that threads share the process's client. The lock is held for the C
+    call only (the GIL is not: cffi releases it)."""
+
+    _PREFIXES = ("rdps_client_", "rdps_graph_")
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._lock = threading.RLock()
+        self._wrapped = {}
+
+    @property
+    def lock(self):
+        return self._lock
+
+    def __getattr__(self, name):
+        fn = self._wrapped.get(name)
+        if fn is not None:
+            return fn
+        f = getattr(self._raw, name)
+        if not callable(f) or not name.startswith(self._PREFIXES) or \
+                name.startswith("rdps_graph_part_"):
+            return f
+
+        lock = self._lock
+
+        def call(*args):
+            with lock:
+                return f(*args)
+
+        call.__name__ = name
+        self._wrapped[name] = call
+        return call
+
+    def __setattr__(self, name, value):
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._raw, name, value)
+
+
+lib = _SerializedLib(_raw_lib)
 
 _ctx = None
 _lock = threading.Lock()
@@ -40,6 +88,8 @@ class _Context:
         self.parts = []         # standalone graph: struct rdps_graph_part * served
         self.part_config = None
         self.accumulators = {}  # all_reduce's tables by rows
+        self.num_samplers = 0   # loaders' background sampler threads
+        self.machine = None     # $RDPS_MACHINE: this trainer's machine in the job
 
     def check(self, ret, what=None):
         """Raises RdpsError for a negative return, with the client's message."""
@@ -152,25 +202,36 @@ def _stop_servers(ctx):
         ctx.ipc = None
 
 
+def _launched():
+    """True in a process rdps launch started ($RDPS_IP_CONFIG)."""
+    return bool(os.environ.get("RDPS_IP_CONFIG"))
+
+
 def initialize(ip_config=None, rank=None, num_trainers=None, transport=None, *,
                num_servers=1, timeout=60.0, barrier_timeout=None,
-               secret_file=None, shutdown_servers=True, **kwargs):
+               secret_file=None, shutdown_servers=True, num_samplers=None, **kwargs):
     """Joins the job, as dgl.distributed.initialize.
 
-    ip_config: the job's servers (DGL-KE format); default $RDPS_IP_CONFIG,
-    which rdps launch --exec sets, with $RDPS_RANK, $RDPS_NUM_TRAINERS and
-    $RDPS_TRANSPORT (the defaults of rank, num_trainers and transport; else
-    0, 1 and "auto"). With neither, the job is standalone: num_servers
-    servers (transport inproc) run in this process, and rank/num_trainers
-    are 0/1: the same script runs either way.
+    In a process rdps launch started, the job is the launcher's:
+    $RDPS_IP_CONFIG, $RDPS_RANK, $RDPS_NUM_TRAINERS, $RDPS_TRANSPORT (the
+    defaults of ip_config, rank, num_trainers and transport) and
+    $RDPS_MACHINE, $RDPS_NUM_SAMPLERS. Elsewhere the process runs
+    standalone, as DGL's does when its launcher did not start it:
+    num_servers servers (transport inproc) run in this process, rank 0 of 1,
+    and an ip_config given (DGL's scripts pass one) is not used; pass rank,
+    num_trainers or transport too (or set $RDPS_DIST_MODE=distributed) to
+    join servers started by hand. The same script runs either way.
 
     timeout: seconds to wait for servers still starting (and per request);
     barrier_timeout: seconds a barrier waits for the others (default 600).
     secret_file: the job's shared secret (default $RDPS_SECRET, else none).
     shutdown_servers: trainer 0 asks the servers to exit at finalize(), after
     the last barrier (as rdps train does); False leaves them running.
-    Other keyword arguments of DGL's (net_type, num_worker_threads, ...)
-    are accepted and ignored.
+    num_samplers: background threads that sample the next mini-batches of
+    the loaders while training runs (default $RDPS_NUM_SAMPLERS, which rdps
+    launch --num_samplers sets; else DGL's num_workers; else 0: sampling in
+    the training loop). Other keyword arguments of DGL's (net_type,
+    num_worker_threads, max_queue_size, ...) are accepted and ignored.
     """
     global _ctx
     with _lock:
@@ -178,12 +239,27 @@ def initialize(ip_config=None, rank=None, num_trainers=None, transport=None, *,
             raise RdpsError(-errno.EALREADY, "rdps.distributed is already initialized (rank %d of %d): "
                             "call finalize() first" % (_ctx.rank, _ctx.num_trainers))
         ctx = _Context()
-        if ip_config is None:
-            ip_config = os.environ.get("RDPS_IP_CONFIG") or None
+        explicit = rank is not None or num_trainers is not None or transport is not None or \
+            os.environ.get("RDPS_DIST_MODE") == "distributed"
+        if _launched():
+            ip_config = os.environ["RDPS_IP_CONFIG"]
+        elif ip_config is not None and not explicit:
+            if os.path.exists(ip_config):
+                _check_ip_config(ip_config)  # a broken one is an error even unused
+            print("rdps: initialize(%r): not started by rdps launch ($RDPS_IP_CONFIG unset), "
+                  "so this process runs standalone with its servers inside it, as DGL's does "
+                  "(pass rank= to join servers started by hand)" % (ip_config,), file=sys.stderr)
+            ip_config = None
         ctx.rank = _env_int("RDPS_RANK", rank, 0)
         ctx.num_trainers = _env_int("RDPS_NUM_TRAINERS", num_trainers, 1)
         ctx.standalone = ip_config is None
         ctx.shutdown_servers = shutdown_servers
+        ctx.num_samplers = _env_int("RDPS_NUM_SAMPLERS", num_samplers,
+                                    int(kwargs.get("num_workers", 0) or 0))
+        machine = os.environ.get("RDPS_MACHINE")
+        ctx.machine = _env_int("RDPS_MACHINE", None, 0) if machine else None
+        if ctx.num_samplers < 0:
+            raise RdpsError(-errno.EINVAL, "num_samplers is %d, not >= 0" % ctx.num_samplers)
         if ctx.num_trainers < 1 or not 0 <= ctx.rank < ctx.num_trainers:
             raise RdpsError(-errno.EINVAL, "rank %d is not in 0..%d (num_trainers %d)" %
                             (ctx.rank, ctx.num_trainers - 1, ctx.num_trainers))
@@ -192,6 +268,7 @@ def initialize(ip_config=None, rank=None, num_trainers=None, transport=None, *,
                 raise RdpsError(-errno.EINVAL, "standalone (no ip_config, no $RDPS_IP_CONFIG) runs one "
                                 "trainer, not %d: give the job's ip_config" % ctx.num_trainers)
             transport = "inproc"
+            ctx.machine = 0
             _start_servers(ctx, int(num_servers))
         else:
             transport = transport or os.environ.get("RDPS_TRANSPORT") or "auto"
@@ -215,6 +292,102 @@ def initialize(ip_config=None, rank=None, num_trainers=None, transport=None, *,
             raise
         _install_hooks()
         _ctx = ctx
+    if not ctx.standalone and ctx.num_trainers > 1:
+        _torch_distributed_env(ctx)
+
+
+_TORCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _endpoints():
+    """(host, port, machine) of every server of the job's ip_config."""
+    ctx = _context()
+    err = ffi.new("char[]", ERRLEN)
+    ipc = ffi.new("struct rdps_ipconfig *")
+    ret = lib.rdps_ipconfig_load(os.fsencode(ctx.ip_config), ipc, err, ERRLEN)
+    if ret < 0:
+        raise RdpsError(ret, string(err))
+    try:
+        return [(string(ipc.servers[s].host), int(ipc.servers[s].port),
+                 int(ipc.servers[s].machine)) for s in range(ipc.num_servers)]
+    finally:
+        lib.rdps_ipconfig_free(ipc)
+
+
+def _torch_distributed_env(ctx):
+    """What torch.distributed.init_process_group reads (env://), set where
+    the launcher did not: RANK and WORLD_SIZE (the trainers'), LOCAL_RANK
+    (among the trainers of this machine), MASTER_ADDR (trainer 0's machine,
+    its ip_config address) and MASTER_PORT (a port trainer 0 found free
+    there). DGL's scripts call init_process_group right after initialize:
+    with this, DDP runs over gloo in rdps launch's jobs. One allreduce."""
+    if all(os.environ.get(k) for k in _TORCH_ENV):
+        return
+    import socket
+
+    n, rank = ctx.num_trainers, ctx.rank
+    eps = _endpoints()
+    machine = ctx.machine if ctx.machine is not None else -1
+    port = 0
+    if rank == 0:
+        hosts = [h for h, _, m in eps if m == machine] or [eps[0][0]]
+        with socket.socket() as sock:
+            try:
+                sock.bind((hosts[0], 0))
+            except OSError:
+                sock.bind(("", 0))
+            port = sock.getsockname()[1]
+    v = [0.0] * (2 * n + 1)
+    v[rank] = float(machine + 1)   # 0: unknown
+    if rank == 0:
+        v[2 * n] = float(port)
+    v = allreduce(v)
+    machines = [int(round(x)) - 1 for x in v[:n]]
+    port = int(round(v[2 * n]))
+    m0 = machines[0]
+    master = next((h for h, _, m in eps if m == m0), eps[0][0])
+    local = sum(1 for r in range(rank) if machines[r] == machines[rank]) \
+        if machines[rank] >= 0 else rank
+    env = {"RANK": str(rank), "WORLD_SIZE": str(n), "LOCAL_RANK": str(local),
+           "MASTER_ADDR": master, "MASTER_PORT": str(port)}
+    for k, val in env.items():
+        os.environ.setdefault(k, val)
+
+
+def _check_ip_config(path):
+    err = ffi.new("char[]", ERRLEN)
+    ipc = ffi.new("struct rdps_ipconfig *")
+    ret = lib.rdps_ipconfig_load(os.fsencode(path), ipc, err, ERRLEN)
+    if ret < 0:
+        raise RdpsError(ret, string(err))
+    lib.rdps_ipconfig_free(ipc)
+
+
+def server_machines():
+    """The machine (its line in the ip_config) of each server of the job."""
+    ctx = _context()
+    if ctx.standalone:
+        return [0] * get_num_servers()
+    err = ffi.new("char[]", ERRLEN)
+    ipc = ffi.new("struct rdps_ipconfig *")
+    ret = lib.rdps_ipconfig_load(os.fsencode(ctx.ip_config), ipc, err, ERRLEN)
+    if ret < 0:
+        raise RdpsError(ret, string(err))
+    try:
+        return [int(ipc.servers[s].machine) for s in range(ipc.num_servers)]
+    finally:
+        lib.rdps_ipconfig_free(ipc)
+
+
+def get_machine():
+    """This trainer's machine in the job ($RDPS_MACHINE, which rdps launch
+    sets; 0 standalone), or None where no launcher said."""
+    return _context().machine
+
+
+def get_num_samplers():
+    """Background sampler threads of the loaders (initialize's num_samplers)."""
+    return _context().num_samplers
 
 
 def _connect(ctx):
@@ -279,6 +452,7 @@ def _serve_graph(ctx, part_dir, num_parts):
 
 
 def is_initialized():
+    """True between initialize() and finalize()."""
     return _ctx is not None
 
 
@@ -293,10 +467,12 @@ def get_rank():
 
 
 def get_num_trainers():
+    """The trainers of the job (1 standalone)."""
     return _context().num_trainers
 
 
 def get_num_servers():
+    """The servers of the job (standalone: those running in this process)."""
     return int(lib.rdps_client_num_servers(_context().client))
 
 

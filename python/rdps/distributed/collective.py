@@ -4,7 +4,8 @@ of data-parallel training (what torch's DistributedDataParallel does for
 DGL's examples), for a model's dense weights."""
 import torch
 
-from .._ffi import OPT_SGD, ffi, lib
+from .._ffi import OPT_SGD, ffi
+from ._context import lib
 from . import _context
 
 _ROW = 1024  # floats per row of the accumulator tables

@@ -15,6 +15,14 @@ class DistEmbedding:
     requires grad and is recorded (ids, rows) for the sparse optimizers
     (rdps.distributed.optim), whose step() pushes the rows' gradients to the
     servers after loss.backward(). Collective, as DistTensor.
+
+        emb = dist.DistEmbedding(num_nodes, 16, name="node_emb",
+                                 init_func=dist.uniform_init(0.1))
+        opt = dist.SparseAdam([emb], lr=0.01)
+        loss = model(emb(batch)).sum()
+        opt.zero_grad(); loss.backward(); opt.step()
+
+    The rows are a DistTensor (emb.weight) too: read or write them there.
     """
 
     def __init__(self, num_embeddings, embedding_dim, name=None, init_func=None,
@@ -28,6 +36,9 @@ class DistEmbedding:
         self._optimizer = None
 
     def __call__(self, idx, device=torch.device("cpu")):
+        """emb(ids): the rows ids as a tensor on device; while gradients are
+        enabled it requires grad and is recorded for the sparse optimizer's
+        next step()."""
         ids, scalar = as_ids(idx, self._num_embeddings)
         ids = torch.from_numpy(ids.view("int64"))
         rows = self._tensor[ids].to(device)
@@ -42,6 +53,7 @@ class DistEmbedding:
 
     @property
     def trace(self):
+        """The (ids, rows) recorded since the last step, for the sparse optimizers."""
         return self._trace
 
     @property
@@ -51,18 +63,22 @@ class DistEmbedding:
 
     @property
     def name(self):
+        """The table's name on the servers."""
         return self._tensor.name
 
     @property
     def num_embeddings(self):
+        """Rows of the embedding."""
         return self._num_embeddings
 
     @property
     def embedding_dim(self):
+        """Floats per row."""
         return self._embedding_dim
 
     @property
     def optimizer(self):
+        """The sparse optimizer set on it (None until one is made)."""
         return self._optimizer
 
     def __repr__(self):

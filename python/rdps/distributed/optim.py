@@ -2,11 +2,14 @@
 """Sparse optimizers of DistEmbeddings (dgl.distributed.optim): the servers
 keep the state and apply the updates; step() pushes the gradients."""
 import errno
+import os
+import warnings
 
 import torch
 
 from .._errors import RdpsError
-from .._ffi import OPT_ADAGRAD, OPT_ADAM, ffi, lib
+from .._ffi import OPT_ADAGRAD, OPT_ADAM, ffi
+from ._context import lib
 from . import _context
 from .embedding import DistEmbedding
 
@@ -55,11 +58,97 @@ class SparseOptimizer:
 
     @property
     def lr(self):
+        """The learning rate the servers apply."""
         return self._lr
 
     @property
     def params(self):
+        """The DistEmbeddings it updates."""
         return list(self._params)
+
+    def _state(self, emb, ids, values=None):
+        """The optimizer state of emb's rows ids (a float32 tensor of
+        len(ids) x floats a row), or writes values there."""
+        ctx = _context._context()
+        per_row = ffi.new("uint32_t *")
+        ctx.check(lib.rdps_client_state_floats(ctx.client, emb.weight.table_id, per_row),
+                  "%s: the state of '%s'" % (type(self).__name__, emb.name))
+        ids = torch.as_tensor(ids, dtype=torch.int64).contiguous()
+        cids = ffi.cast("const uint64_t *", ids.data_ptr())
+        if values is None:
+            out = torch.empty((len(ids), per_row[0]), dtype=torch.float32)
+            ctx.check(lib.rdps_client_state_get(ctx.client, emb.weight.table_id, cids,
+                                                len(ids), ffi.cast("float *", out.data_ptr())),
+                      "%s: reading the state of '%s'" % (type(self).__name__, emb.name))
+            return out
+        values = values.to(torch.float32).contiguous()
+        if tuple(values.shape) != (len(ids), per_row[0]):
+            raise RdpsError(-errno.EINVAL, "%s: the state of '%s' is %d x %d floats here, the "
+                            "file has %s (another optimizer or embedding size?)" %
+                            (type(self).__name__, emb.name, len(ids), per_row[0],
+                             "x".join(str(d) for d in values.shape)))
+        ctx.check(lib.rdps_client_state_set(ctx.client, emb.weight.table_id, cids, len(ids),
+                                            ffi.cast("const float *", values.data_ptr())),
+                  "%s: writing the state of '%s'" % (type(self).__name__, emb.name))
+        return None
+
+    def _share(self, emb, rank, world):
+        """The rows trainer rank of world saves and loads: an even split."""
+        n = emb.num_embeddings
+        lo, hi = n * rank // world, n * (rank + 1) // world
+        return torch.arange(lo, hi, dtype=torch.int64)
+
+    def local_state_dict(self):
+        """This trainer's share of the optimizer state (DGL's layout): the
+        settings, and per embedding the ids of the rows this trainer holds
+        in the split and their state (one float32 tensor, the floats the
+        optimizer keeps a row: Adagrad's sum of squares; Adam's m, v and
+        step count side by side)."""
+        ctx = _context._context()
+        states = {}
+        for emb in self._params:
+            ids = self._share(emb, ctx.rank, ctx.num_trainers)
+            states[emb.name] = {"ids": ids, "states": [self._state(emb, ids)]}
+        return {"params": {"lr": self._lr, **self._settings, "kind": type(self).__name__,
+                           "world_size": ctx.num_trainers},
+                "emb_states": states}
+
+    def load_local_state_dict(self, state):
+        for name, emb_state in state["emb_states"].items():
+            emb = next((e for e in self._params if e.name == name), None)
+            if emb is None:
+                raise RdpsError(-errno.ENOENT, "%s: the saved state has embedding '%s', which "
+                                "this optimizer does not hold" % (type(self).__name__, name))
+            self._state(emb, emb_state["ids"], emb_state["states"][0])
+
+    def save(self, f):
+        """Saves this trainer's share of the state to f_RANK (DGL's
+        SparseOptimizer.save; every trainer calls it)."""
+        ctx = _context._context()
+        _context.barrier()
+        f = f if isinstance(f, str) else os.fsdecode(f)
+        torch.save(self.local_state_dict(), "%s_%d" % (f, ctx.rank))
+        _context.barrier()
+
+    def load(self, f):
+        """Loads what save(f) wrote (every trainer calls it). With fewer
+        trainers than saved, a trainer also loads the files of the ranks
+        rank + k * trainers; with more, the new ones find no file and load
+        nothing (a warning), as DGL does."""
+        ctx = _context._context()
+        _context.barrier()
+        f = f if isinstance(f, str) else os.fsdecode(f)
+        own = "%s_%d" % (f, ctx.rank)
+        if not os.path.exists(own):
+            warnings.warn("%s: %s not found: this trainer loads nothing" %
+                          (type(self).__name__, own))
+        else:
+            state = torch.load(own)
+            self.load_local_state_dict(state)
+            old_world = int(state["params"].get("world_size", ctx.num_trainers))
+            for r in range(ctx.rank + ctx.num_trainers, old_world, ctx.num_trainers):
+                self.load_local_state_dict(torch.load("%s_%d" % (f, r)))
+        _context.barrier()
 
     def zero_grad(self):
         """Clears the gradients of the rows recorded since the last step (as
@@ -70,6 +159,11 @@ class SparseOptimizer:
                 rows.grad = None
 
     def step(self):
+        """Pushes the gradients of the rows recorded since the last step
+        (summed per id) to their servers, which apply the optimizer to
+        those rows; with flush=True, returns once they are applied. Raises
+        rdps.RdpsError if a server refuses the push (e.g. a NaN or an
+        infinity in a gradient, naming the table and row)."""
         ctx = _context._context()
         pushed = False
         with torch.no_grad():
@@ -96,7 +190,10 @@ class SparseOptimizer:
 
 class SparseAdagrad(SparseOptimizer):
     """Element-wise Adagrad (DGL's SparseAdagrad; torch.optim.Adagrad's
-    update): s += g*g; w -= lr * g / (sqrt(s) + eps), on the rows pushed."""
+    update): s += g*g; w -= lr * g / (sqrt(s) + eps), on the rows pushed.
+
+    SparseAdagrad(params, lr, eps=1e-10, flush=True): params a DistEmbedding
+    or a list of them; flush as SparseOptimizer says."""
 
     _kind = OPT_ADAGRAD
 
@@ -110,7 +207,9 @@ class SparseAdam(SparseOptimizer):
     """Adam with a step count per row (DGL's SparseAdam; torch.optim.Adam's
     update for a row, counting the steps that row was pushed):
     m = b1 m + (1-b1) g; v = b2 v + (1-b2) g*g;
-    w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)."""
+    w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps).
+
+    SparseAdam(params, lr, betas=(0.9, 0.999), eps=1e-8, flush=True)."""
 
     _kind = OPT_ADAM
 

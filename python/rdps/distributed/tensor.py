@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""DistTensor: a table of the servers seen as a tensor, as DGL's."""
+"""DistTensor: a table of the servers seen as a tensor, as DGL's
+(dgl.distributed.DistTensor), and uniform_init, an init_func the servers
+run themselves. docs/dgl.md has a whole script."""
 import errno
 import math
 
@@ -7,7 +9,8 @@ import numpy as np
 import torch
 
 from .._errors import RdpsError
-from .._ffi import DTYPE_F32, DTYPE_F64, DTYPE_I64, DTYPE_U8, TABLE_NAME_MAX, ffi, lib, string
+from .._ffi import DTYPE_F32, DTYPE_F64, DTYPE_I64, DTYPE_U8, TABLE_NAME_MAX, ffi, string
+from ._context import lib
 from . import _context
 
 # torch dtype -> (rdps dtype, torch dtype the rows are stored as)
@@ -81,7 +84,11 @@ class uniform_init:
     """init_func drawing rows uniform in [-r, r]. DistTensor and
     DistEmbedding recognise it and let the servers draw the rows (by seed,
     table and id: the same on any number of servers, no rows sent); called
-    as a plain init_func(shape, dtype) it draws them with torch."""
+    as a plain init_func(shape, dtype) it draws them with torch.
+
+        emb = dist.DistEmbedding(n, 64, name="emb", init_func=dist.uniform_init(0.1))
+
+    r > 0 (ValueError otherwise); seed picks the stream (default 0)."""
 
     def __init__(self, r, seed=0):
         if not r > 0:
@@ -90,6 +97,8 @@ class uniform_init:
         self.seed = int(seed)
 
     def __call__(self, shape, dtype):
+        """A tensor of shape and dtype drawn uniform in [-r, r] with torch
+        (what a DistTensor of another dtype than float32 gets)."""
         return torch.empty(shape, dtype=dtype).uniform_(-self.r, self.r)
 
     def __repr__(self):
@@ -126,6 +135,16 @@ class DistTensor:
     ints, any order, repeats allowed; or a slice, or an int for one row);
     t[ids] = values writes rows (values broadcast to the rows' shape; the
     same id twice: the later row stays).
+
+        labels = dist.DistTensor((n,), torch.int64, name="labels")
+        labels[torch.arange(10)] = torch.ones(10, dtype=torch.int64)
+        print(labels[0:5])
+
+    dtype: torch.float32, float64, int64, uint8 or bool (stored as uint8),
+    or their numpy or string names; anything else is a TypeError. Errors of
+    the servers (another shape under the name, a table past the server's
+    --max-table-memory, an id past the end) raise rdps.RdpsError with the
+    server's message and errno.
     """
 
     def __init__(self, shape, dtype, name=None, init_func=None, part_policy=None,
@@ -220,22 +239,27 @@ class DistTensor:
     # -- DGL's metadata ---------------------------------------------------
     @property
     def shape(self):
+        """The tensor's shape: (rows,) + the shape of a row."""
         return self._shape
 
     @property
     def dtype(self):
+        """The torch dtype rows are read as (bool for a mask stored as uint8)."""
         return self._dtype
 
     @property
     def name(self):
+        """The table's name on the servers."""
         return self._name
 
     @property
     def part_policy(self):
+        """None: rows are split evenly over the servers (DGL places them by partition)."""
         return None
 
     @property
     def persistent(self):
+        """Whether finalize() leaves the tensor on servers that outlive the job."""
         return self._persistent
 
     @property
@@ -244,6 +268,7 @@ class DistTensor:
         return self._id
 
     def __len__(self):
+        """The number of rows (shape[0])."""
         return self._shape[0]
 
     def __repr__(self):
@@ -269,6 +294,8 @@ class DistTensor:
         return out
 
     def __getitem__(self, idx):
+        """t[ids]: the rows ids (ints, a tensor or array of them, a slice) as a
+        new torch tensor, read from their servers in one request each."""
         ids, scalar = as_ids(idx, self._shape[0])
         out = self._rows(ids, self._shape[1:])
         if self._dtype == torch.bool:
@@ -276,6 +303,8 @@ class DistTensor:
         return out[0] if scalar else out
 
     def __setitem__(self, idx, values):
+        """t[ids] = values: writes the rows (values of the rows' shape, or
+        one that broadcasts to it); returns once every server wrote them."""
         ctx = self._live()
         ids, _ = as_ids(idx, self._shape[0])
         if not len(ids):
