@@ -15,9 +15,12 @@
  *               sends those) and payload, header well-formed
  *   1 fixed     as frame, with the payload fixed up to be well-formed for
  *               its type: pull/push/set row counts to the length (the
- *               table's row size as the server holds it), a sample's seed
- *               count, a table request's size and name's end, an
- *               allreduce's length, a hello's size; empty for the others
+ *               table's row size as the server holds it), a sample's
+ *               groups, slot and excluded-id counts, fanouts and flags
+ *               (fix_sample), a state request's op, floats per row (the
+ *               table's) and row count, a table request's size and name's
+ *               end, an allreduce's length, a hello's size; empty for the
+ *               others
  *   2 hello     u8 client id, u8 job size, u8 flags (bit 0 observer, bit 1
  *               wrong MAC, bit 2 the other server's id, bit 3 no AUTH
  *               frame), u8 rows pushed: the handshake, with the AUTH frame
@@ -39,8 +42,11 @@
  * checkpoints, answered when they complete, in any order), with a reply of
  * its own type; a connection the client did nothing wrong on is never
  * closed by the server; and success replies are exact: a pull's rows are
- * n x the table's row size, a sample's edges are min(degree, fanout)
- * in-edges of each seed in increasing edge id, a table request's desc names
+ * n x the table's row size, a sample's edges are those the model of the
+ * graph and rdps_sample_pick say for each slot (fuzz_check_sample: in- or
+ * out-edges, fanouts per group, with or without replacement, weights,
+ * exclusions), a state read's rows n x its floats per row (a write's
+ * empty), a table request's desc names
  * the table asked for (with the shape asked for, when created), an
  * allreduce's sum has the length of the vector sent.
  */
@@ -70,9 +76,10 @@ struct expect {
 	bool closes;        /* answered, then the connection closes (a second hello) */
 	bool answered;
 	/* for exact checks of success replies */
-	uint32_t table, n, fanout;
-	uint64_t *seeds;    /* sample */
+	uint32_t table, n;
+	uint8_t *req;       /* sample: the request */
 	struct rdps_table_req tr;
+	struct rdps_state_req st;
 };
 
 struct rconn {
@@ -130,6 +137,15 @@ static void pump_all(void)
 	scatter(cs, idx, n);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x, y;
+
+	memcpy(&x, a, 8);
+	memcpy(&y, b, 8);
+	return x < y ? -1 : x > y;
+}
+
 static uint32_t table_dim(uint32_t t)
 {
 	struct rdps_shard *sh = t < RDPS_MAX_TABLES ? rdps_server_shard(fs->srv, t) : NULL;
@@ -171,20 +187,15 @@ static void expect_frame(struct rconn *r, uint8_t type, const uint8_t *p, uint32
 		e.table = rows.table;
 		e.n = rows.n;
 	}
-	if (type == RDPS_REQ_SAMPLE && len >= sizeof(struct rdps_sample_req)) {
-		struct rdps_sample_req sr;
-
-		memcpy(&sr, p, sizeof(sr));
-		e.n = sr.n;
-		e.fanout = sr.fanout;
-		if ((uint64_t)sr.n * 8 == len - sizeof(sr)) {
-			e.seeds = malloc((size_t)sr.n * 8 + 8);
-			FUZZ_CHECK(e.seeds != NULL);
-			memcpy(e.seeds, p + sizeof(sr), (size_t)sr.n * 8);
-		}
+	if (type == RDPS_REQ_SAMPLE) {
+		e.req = malloc(len + 1);
+		FUZZ_CHECK(e.req != NULL);
+		memcpy(e.req, p, len);
 	}
 	if (type == RDPS_REQ_TABLE && len == sizeof(e.tr))
 		memcpy(&e.tr, p, sizeof(e.tr));
+	if (type == RDPS_REQ_STATE && len >= sizeof(e.st))
+		memcpy(&e.st, p, sizeof(e.st));
 	expect_add(r, &e);
 }
 
@@ -197,8 +208,20 @@ static void check_success(const struct expect *e, const uint8_t *p, uint32_t len
 			FUZZ_CHECK(len == (uint64_t)e->n * table_dim(e->table) * 4);
 		break;
 	case RDPS_REQ_SAMPLE:
-		FUZZ_CHECK(e->seeds != NULL); /* success only for a well-formed request */
-		fuzz_check_sample(fs, p, len, e->n, e->fanout, e->seeds);
+		fuzz_check_sample(fs, p, len, e->req, e->len);
+		break;
+	case RDPS_REQ_STATE:
+		/* A success only for a well-formed request of a table with
+		 * state: a read's rows of floats_per_row floats, a write's
+		 * nothing. */
+		FUZZ_CHECK(e->len >= sizeof(e->st) && e->st.floats_per_row >= 1);
+		FUZZ_CHECK(e->len == sizeof(e->st) + (uint64_t)e->st.n * 8 +
+					     (e->st.op == RDPS_STATE_WRITE
+						      ? (uint64_t)e->st.n * e->st.floats_per_row * 4
+						      : 0));
+		FUZZ_CHECK(len == (e->st.op == RDPS_STATE_READ
+					   ? (uint64_t)e->st.n * e->st.floats_per_row * 4
+					   : 0));
 		break;
 	case RDPS_REQ_ALLREDUCE:
 		FUZZ_CHECK(len == e->len);
@@ -297,7 +320,7 @@ static void finish(int i)
 		}
 	}
 	for (uint32_t k = 0; k < r->nex; k++)
-		free(r->ex[k].seeds);
+		free(r->ex[k].req);
 	free(r->ex);
 	fuzz_conn_close(&r->c);
 	memset(r, 0, sizeof(*r));
@@ -354,6 +377,76 @@ static void account(struct rconn *r, uint8_t type, const uint8_t *p, uint32_t le
 		expect_frame(r, type, p, len);
 }
 
+/* Optimizer state floats per row of the table a state request names (0:
+ * no such table, or no state). */
+static uint32_t table_state(const uint8_t *p)
+{
+	struct rdps_shard *sh;
+	uint32_t t;
+
+	memcpy(&t, p, sizeof(t));
+	sh = t < RDPS_MAX_TABLES ? rdps_server_shard(fs->srv, t) : NULL;
+	return sh ? rdps_shard_state_per_row(sh) : 0;
+}
+
+/* v if it is in 1..max, else folded into it. */
+static uint32_t fold(uint32_t v, uint32_t max)
+{
+	return v >= 1 && v <= max ? v : 1 + v % max;
+}
+
+/* A sample request made well-formed (a well-formed one stays as it is): its groups (1..64, each of 1..the
+ * header's fanout and at least one slot, weights of float32 or float64),
+ * as many slots and excluded ids (sorted) as len holds, slots x fanout
+ * within the limit, known flags. The tables and ids are the fuzzer's. */
+static uint32_t fix_sample(uint8_t *p, uint32_t len)
+{
+	const size_t gsz = sizeof(struct rdps_sample_group);
+	struct rdps_sample_req sr;
+	uint64_t *ids;
+	uint32_t room, left;
+
+	if (len < sizeof(sr) + gsz + 8)
+		return len;
+	memcpy(&sr, p, sizeof(sr));
+	sr.flags &= RDPS_SAMPLE_F_OUT | RDPS_SAMPLE_F_REPLACE;
+	sr.reserved = 0;
+	sr.fanout = fold(sr.fanout, RDPS_SAMPLE_MAX_FANOUT);
+	sr.num_groups = fold(sr.num_groups, RDPS_SAMPLE_MAX_GROUPS);
+	/* each group at least one slot */
+	while (sr.num_groups > 1 && sizeof(sr) + sr.num_groups * (gsz + 8) > len)
+		sr.num_groups--;
+	room = (uint32_t)((len - sizeof(sr) - sr.num_groups * gsz) / 8);
+	if (sr.num_exclude > room - sr.num_groups)
+		sr.num_exclude %= room - sr.num_groups + 1;
+	sr.n = room - sr.num_exclude;
+	if ((uint64_t)sr.n * sr.fanout > RDPS_SAMPLE_MAX_EDGES)
+		sr.fanout = RDPS_SAMPLE_MAX_EDGES / sr.n;
+	left = sr.n;
+	for (uint32_t i = 0; i < sr.num_groups; i++) {
+		struct rdps_sample_group g;
+		uint32_t rest = sr.num_groups - 1 - i;
+
+		memcpy(&g, p + sizeof(sr) + i * gsz, gsz);
+		g.fanout = fold(g.fanout, sr.fanout);
+		g.count = rest ? fold(g.count, left - rest) : left;
+		left -= g.count;
+		if (g.prob_table != RDPS_SAMPLE_NO_PROB)
+			g.prob_dtype &= 1; /* float32 or float64 */
+		memcpy(p + sizeof(sr) + i * gsz, &g, gsz);
+	}
+	ids = malloc(((size_t)sr.num_exclude + 1) * 8);
+	FUZZ_CHECK(ids != NULL);
+	memcpy(ids, p + sizeof(sr) + sr.num_groups * gsz + (size_t)sr.n * 8,
+	       (size_t)sr.num_exclude * 8);
+	qsort(ids, sr.num_exclude, 8, cmp_u64);
+	memcpy(p + sizeof(sr) + sr.num_groups * gsz + (size_t)sr.n * 8, ids,
+	       (size_t)sr.num_exclude * 8);
+	free(ids);
+	memcpy(p, &sr, sizeof(sr));
+	return (uint32_t)(sizeof(sr) + sr.num_groups * gsz + ((size_t)sr.n + sr.num_exclude) * 8);
+}
+
 /* Makes the payload well-formed for its type (record kind "fixed"). */
 static uint32_t fix_up(uint8_t type, uint8_t *p, uint32_t len)
 {
@@ -375,15 +468,26 @@ static uint32_t fix_up(uint8_t type, uint8_t *p, uint32_t len)
 			len += 4; /* pushes and sets are padded to 8 bytes */
 		return len;
 	}
-	case RDPS_REQ_SAMPLE: {
-		struct rdps_sample_req sr;
+	case RDPS_REQ_SAMPLE:
+		return fix_sample(p, len);
+	case RDPS_REQ_STATE: {
+		struct rdps_state_req st;
+		uint32_t spr = table_state(p);
+		uint64_t row;
 
-		if (len < sizeof(sr))
+		if (len < sizeof(st))
 			return len;
-		memcpy(&sr, p, sizeof(sr));
-		sr.n = (uint32_t)((len - sizeof(sr)) / 8);
-		memcpy(p, &sr, sizeof(sr));
-		return (uint32_t)(sizeof(sr) + (size_t)sr.n * 8);
+		memcpy(&st, p, sizeof(st));
+		st.op &= 1;
+		/* The table's own, where it keeps state (else the fuzzer's). */
+		if (spr)
+			st.floats_per_row = spr;
+		else
+			st.floats_per_row %= 64;
+		row = 8 + (st.op == RDPS_STATE_WRITE ? 4ull * st.floats_per_row : 0);
+		st.n = (uint32_t)((len - sizeof(st)) / row);
+		memcpy(p, &st, sizeof(st));
+		return (uint32_t)(sizeof(st) + st.n * row);
 	}
 	case RDPS_REQ_TABLE:
 		p[offsetof(struct rdps_table_req, name) + RDPS_TABLE_NAME_MAX - 1] = '\0';

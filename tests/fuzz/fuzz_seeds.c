@@ -149,27 +149,72 @@ static void req_table(struct req *r, uint32_t op, uint32_t id, const char *name,
 	req_raw(r, RDPS_REQ_TABLE, &tr, sizeof(tr));
 }
 
-static void req_sample(struct req *r, uint32_t fanout, const uint64_t *seeds, uint32_t n)
+/* A sample request (transport.h): flags, groups (the header's fanout
+ * their largest), slots, excluded edge ids. */
+static void req_sample_groups(struct req *r, uint32_t flags, const struct rdps_sample_group *g,
+			      uint32_t ng, const uint64_t *slots, const uint64_t *excl,
+			      uint32_t nexcl)
 {
-	struct rdps_sample_req sr = { .indptr_table = FUZZ_T_INDPTR, .edges_table = FUZZ_T_EDGES,
-				      .fanout = fanout, .n = n, .seed = 42 };
+	bool out = flags & RDPS_SAMPLE_F_OUT;
+	struct rdps_sample_req sr = { .indptr_table = out ? FUZZ_T_OUTPTR : FUZZ_T_INDPTR,
+				      .edges_table = out ? FUZZ_T_OUTEDGES : FUZZ_T_EDGES,
+				      .seed = 42, .flags = flags, .num_groups = ng,
+				      .num_exclude = nexcl };
 
+	for (uint32_t i = 0; i < ng; i++) {
+		sr.n += g[i].count;
+		if (g[i].fanout > sr.fanout)
+			sr.fanout = g[i].fanout;
+	}
 	memset(r, 0, sizeof(*r));
 	r->type = RDPS_REQ_SAMPLE;
 	put(&r->p, &sr, sizeof(sr));
-	put(&r->p, seeds, n * sizeof(uint64_t));
+	put(&r->p, g, ng * sizeof(*g));
+	put(&r->p, slots, sr.n * sizeof(uint64_t));
+	put(&r->p, excl, nexcl * sizeof(uint64_t));
 }
 
-#define MAX_REQS 64
+/* Up to fanout in-edges of each seed, uniformly: one group. */
+static void req_sample(struct req *r, uint32_t fanout, const uint64_t *seeds, uint32_t n)
+{
+	struct rdps_sample_group g = { .fanout = fanout, .count = n,
+				       .prob_table = RDPS_SAMPLE_NO_PROB };
+
+	req_sample_groups(r, 0, &g, 1, seeds, NULL, 0);
+}
+
+static void req_state(struct req *r, uint32_t op, uint32_t table, uint32_t fpr,
+		      const uint64_t *ids, uint32_t n)
+{
+	struct rdps_state_req st = { .table = table, .n = n, .op = op, .floats_per_row = fpr };
+
+	memset(r, 0, sizeof(*r));
+	r->type = RDPS_REQ_STATE;
+	put(&r->p, &st, sizeof(st));
+	put(&r->p, ids, n * sizeof(uint64_t));
+	if (op == RDPS_STATE_WRITE)
+		for (uint32_t i = 0; i < n * fpr; i++) {
+			float v = 0.5f * (float)(i + 1);
+
+			put(&r->p, &v, sizeof(v));
+		}
+}
+
+#define MAX_REQS 96
 
 /* A valid request of every kind for server id (rows [lo, hi) of the
  * entity table, nodes of its part of the graph), and some the core
- * refuses: table 7 made (server 0: in the first free slot), looked up,
- * given another optimizer, pushed to, read, written and dropped; samples
- * of every path (all in-edges, fanout <= 64 of more, fanout > 64 of more,
- * the damaged node: -EIO); a non-finite push (-EDOM); writes to a graph
- * table (read-only: -EPERM); an endpoint binding (not over tcp); an
- * unknown kind; a checkpoint. Returns the count. */
+ * refuses: table FUZZ_NUM_TABLES made (server 0: in the first free slot),
+ * looked up, given another optimizer, pushed to, read, written, its
+ * optimizer state read and written, dropped; samples of every path (all
+ * in-edges, fanout <= 64 of more, fanout > 64 of more, out-edges, with
+ * replacement, weighted by float32 and float64 edge data, excluded edges,
+ * groups of two fanouts; the damaged node: -EIO; weights of out-edges and
+ * weights not on this server: refused); optimizer state read and written
+ * (entity: Adagrad, one float a row), and refused (SGD keeps none, a
+ * read-only table, a wrong floats per row); a non-finite push (-EDOM);
+ * writes to a graph table (read-only: -EPERM); an endpoint binding (not
+ * over tcp); an unknown kind; a checkpoint. Returns the count. */
 static int all_requests(uint32_t id, struct req *r)
 {
 	uint64_t e0 = id ? 32 : 0, r0 = id ? 4 : 0, n0 = id * 20;
@@ -204,6 +249,54 @@ static int all_requests(uint32_t id, struct req *r)
 	req_sample(&r[n++], 100, &big, 1);
 	req_sample(&r[n++], RDPS_SAMPLE_MAX_FANOUT, &big, 1);
 	req_sample(&r[n++], 2, &bad, 1);
+	{
+		uint64_t sl[4] = { n0 + 3, big, n0 + 19, n0 + 2 }, ex[3];
+		struct rdps_sample_group g[2] = {
+			{ .fanout = 3, .count = 2, .prob_table = RDPS_SAMPLE_NO_PROB },
+			{ .fanout = 1, .count = 2, .prob_table = RDPS_SAMPLE_NO_PROB },
+		};
+		struct rdps_sample_group wf = { .fanout = 5, .count = 2, .prob_table = FUZZ_T_PROB,
+						.prob_dtype = RDPS_DTYPE_F32 };
+		struct rdps_sample_group wd = { .fanout = 40, .count = 2, .prob_table = FUZZ_T_W64,
+						.prob_dtype = RDPS_DTYPE_F64 };
+		uint64_t b, e;
+
+		/* out-edges (the damaged node's too: its out-edges are whole) */
+		req_sample_groups(&r[n++], RDPS_SAMPLE_F_OUT, g, 2, sl, NULL, 0);
+		req_sample_groups(&r[n++], RDPS_SAMPLE_F_OUT | RDPS_SAMPLE_F_REPLACE, g, 2, sl,
+				  NULL, 0);
+		/* in-edges with replacement, weighted, excluding some */
+		g[1].count = 1; /* seeds: 3 */
+		req_sample_groups(&r[n++], RDPS_SAMPLE_F_REPLACE, g, 2, seeds, NULL, 0);
+		g[1].count = 2;
+		req_sample_groups(&r[n++], 0, &wf, 1, seeds, NULL, 0);
+		req_sample_groups(&r[n++], RDPS_SAMPLE_F_REPLACE, &wd, 1, seeds, NULL, 0);
+		fuzz_graph_slot_edges((uint32_t)big, false, &b, &e);
+		ex[0] = b + 1;
+		ex[1] = b + 2;
+		ex[2] = e - 1;
+		req_sample_groups(&r[n++], 0, &wd, 1, &seeds[1], ex, 3);
+		req_sample_groups(&r[n++], 0, g, 1, &seeds[1], ex, 3);
+		/* all but the last of n0 + 3's 3 in-edges excluded: a pick that
+		 * is not mapped past the exclusions is one of them */
+		fuzz_graph_slot_edges((uint32_t)sl[0], false, &b, &e);
+		ex[0] = b;
+		ex[1] = b + 1;
+		req_sample_groups(&r[n++], 0, g, 1, sl, ex, 2);
+		fuzz_graph_slot_edges((uint32_t)sl[0], true, &b, &e);
+		ex[0] = fuzz_graph_out_edge(b);
+		req_sample_groups(&r[n++], RDPS_SAMPLE_F_OUT, g, 1, sl, ex, 1);
+		/* refused: weights of out-edges; weights not on this server */
+		req_sample_groups(&r[n++], RDPS_SAMPLE_F_OUT, &wf, 1, sl, NULL, 0);
+		wf.prob_shift = -(int64_t)fuzz_graph_num_edges();
+		req_sample_groups(&r[n++], 0, &wf, 1, seeds, NULL, 0);
+	}
+	req_state(&r[n++], RDPS_STATE_READ, FUZZ_T_ENTITY, 1, ent, 2);
+	req_state(&r[n++], RDPS_STATE_WRITE, FUZZ_T_ENTITY, 1, ent, 2);
+	req_state(&r[n++], RDPS_STATE_READ, FUZZ_T_ENTITY, 1, ent, 1);
+	req_state(&r[n++], RDPS_STATE_READ, FUZZ_T_RELATION, 1, rel, 1); /* SGD: none */
+	req_state(&r[n++], RDPS_STATE_READ, FUZZ_T_INDPTR, 1, nodes, 1); /* read-only */
+	req_state(&r[n++], RDPS_STATE_WRITE, FUZZ_T_ENTITY, 3, ent, 1);  /* not its 1 */
 	req_table(&r[n++], RDPS_TABLE_CREATE, made, "fz", 16, 3, RDPS_DTYPE_F32,
 		  RDPS_OPT_ADAGRAD_ROW);
 	req_table(&r[n++], RDPS_TABLE_LOOKUP, 0, "fz", 0, 0, 0, 0);
@@ -215,6 +308,9 @@ static int all_requests(uint32_t id, struct req *r)
 		req_rows(&r[n++], RDPS_REQ_PUSH, FUZZ_NUM_TABLES, 3, ids, 2, 0.5f);
 		req_rows(&r[n++], RDPS_REQ_SET, FUZZ_NUM_TABLES, 3, ids, 1, 2.0f);
 		req_rows(&r[n++], RDPS_REQ_PULL, FUZZ_NUM_TABLES, 3, ids, 2, 0);
+		/* Adam: 2 x 3 + 1 floats of state a row */
+		req_state(&r[n++], RDPS_STATE_WRITE, FUZZ_NUM_TABLES, 7, ids, 2);
+		req_state(&r[n++], RDPS_STATE_READ, FUZZ_NUM_TABLES, 7, ids, 2);
 	}
 	req_table(&r[n++], RDPS_TABLE_CREATE, id ? made + 1 : made, "fz-int", 10, 3,
 		  RDPS_DTYPE_I64, RDPS_OPT_NONE);
@@ -244,6 +340,7 @@ static int observer_requests(struct req *r)
 	req_rows(&r[n++], RDPS_REQ_PULL, FUZZ_T_ENTITY, 4, id, 1, 0);
 	req_raw(&r[n++], RDPS_REQ_STATS, body, sizeof(body));
 	req_raw(&r[n++], RDPS_REQ_CHECKPOINT, NULL, 0);
+	req_state(&r[n++], RDPS_STATE_READ, FUZZ_T_ENTITY, 1, id, 1);
 	req_raw(&r[n++], RDPS_REQ_STATS, NULL, 0);
 	req_raw(&r[n++], RDPS_REQ_SHUTDOWN, NULL, 0);
 	return n;
@@ -267,7 +364,15 @@ static int refused_requests(uint32_t id, struct req *r)
 	req_raw(&r[n++], RDPS_REQ_ALLREDUCE, zeros, 520);            /* over 512 */
 	req_raw(&r[n++], RDPS_REQ_ALLREDUCE, vec, 4);                /* odd */
 	req_raw(&r[n++], RDPS_REQ_CHECKPOINT, zeros, 8);
-	req_raw(&r[n++], RDPS_REQ_SAMPLE, zeros, 24);                /* no seeds */
+	req_raw(&r[n++], RDPS_REQ_SAMPLE, zeros, 40);                /* no groups */
+	req_raw(&r[n++], RDPS_REQ_STATE, zeros, 12);                 /* short */
+	{
+		static const uint64_t bad[2] = { 0, 1 };
+
+		req_state(&r[n], RDPS_STATE_READ, FUZZ_T_ENTITY, 1, bad, 2);
+		r[n].p.p[8] = 7;                                     /* op 7 */
+		n++;
+	}
 	req_raw(&r[n++], RDPS_REQ_TABLE, zeros, 96);                 /* op 0 */
 	req_raw(&r[n++], RDPS_REQ_STATS, NULL, 0);
 	return n;
@@ -673,7 +778,9 @@ static void write_dict(const char *dir, const char *target)
 	{
 		uint32_t v[] = { sizeof(struct rdps_wire_hello), RDPS_MAC_LEN,
 				 sizeof(struct rdps_table_req), sizeof(struct rdps_server_stats),
-				 RDPS_SAMPLE_MAX_FANOUT, FUZZ_NUM_TABLES, RDPS_TABLE_ANY_ID };
+				 RDPS_SAMPLE_MAX_FANOUT, FUZZ_NUM_TABLES, RDPS_TABLE_ANY_ID,
+				 RDPS_SAMPLE_NO_PROB, sizeof(struct rdps_sample_req),
+				 sizeof(struct rdps_sample_group), sizeof(struct rdps_state_req) };
 		int32_t st[] = { -EACCES, -EPROTO, -EMSGSIZE };
 
 		for (size_t i = 0; i < RDPS_ARRAY_SIZE(v); i++) {
@@ -690,8 +797,10 @@ static void write_dict(const char *dir, const char *target)
 		}
 	}
 	if (!strcmp(target, "requests"))
-		fprintf(f, "graph_indptr=\"%s\"\ngraph_edges=\"%s\"\nentity=\"entity\"\n",
-			RDPS_GRAPH_INDPTR, RDPS_GRAPH_EDGES);
+		fprintf(f, "graph_indptr=\"%s\"\ngraph_edges=\"%s\"\ngraph_outptr=\"%s\"\n"
+			"graph_outedges=\"%s\"\nedata=\"%s\"\nentity=\"entity\"\n",
+			RDPS_GRAPH_INDPTR, RDPS_GRAPH_EDGES, RDPS_GRAPH_OUTPTR,
+			RDPS_GRAPH_OUTEDGES, RDPS_GRAPH_EDATA_PREFIX);
 	fclose(f);
 }
 

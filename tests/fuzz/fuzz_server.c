@@ -20,6 +20,7 @@
 
 #include "fuzz_common.h"
 #include "fuzz_server.h"
+#include "kvstore/graph_sample.h"
 #include "rdps/common.h"
 #include "rdps/graph.h"
 
@@ -46,6 +47,8 @@ static struct rdps_secret secret;
 
 static uint64_t graph_first[FUZZ_GRAPH_NODES + 1]; /* in-edges of v: [first[v], first[v+1]) */
 static uint32_t *graph_dst;                        /* per edge: its destination */
+static uint64_t out_first[FUZZ_GRAPH_NODES + 1];   /* out-edges of u: positions */
+static uint64_t *out_eid;                          /* per out position: the edge */
 
 uint32_t fuzz_graph_degree(uint32_t v)
 {
@@ -54,9 +57,19 @@ uint32_t fuzz_graph_degree(uint32_t v)
 	return v % 6;
 }
 
+uint64_t fuzz_graph_src(uint64_t e)
+{
+	return (e * 7 + 3) % FUZZ_GRAPH_NODES;
+}
+
+float fuzz_graph_weight(uint64_t e)
+{
+	return e % 4 == 1 ? 0.0f : (float)(e % 5 + 1) * 0.5f; /* some never picked */
+}
+
 static void graph_build(void)
 {
-	uint64_t e = 0;
+	uint64_t e = 0, ne;
 
 	if (graph_dst)
 		return;
@@ -64,30 +77,47 @@ static void graph_build(void)
 		graph_first[v] = e;
 		e += fuzz_graph_degree(v);
 	}
-	graph_first[FUZZ_GRAPH_NODES] = e;
-	graph_dst = malloc(e * sizeof(*graph_dst));
-	FUZZ_CHECK(graph_dst != NULL);
+	graph_first[FUZZ_GRAPH_NODES] = ne = e;
+	graph_dst = malloc(ne * sizeof(*graph_dst));
+	out_eid = malloc(ne * sizeof(*out_eid));
+	FUZZ_CHECK(graph_dst && out_eid);
 	for (uint32_t v = 0; v < FUZZ_GRAPH_NODES; v++)
 		for (uint64_t i = graph_first[v]; i < graph_first[v + 1]; i++)
 			graph_dst[i] = v;
+	/* Out-edges: source after source (part after part), each's by edge id. */
+	e = 0;
+	for (uint32_t u = 0; u < FUZZ_GRAPH_NODES; u++) {
+		out_first[u] = e;
+		for (uint64_t i = 0; i < ne; i++)
+			if (fuzz_graph_src(i) == u)
+				out_eid[e++] = i;
+	}
+	out_first[FUZZ_GRAPH_NODES] = e;
 }
 
-void fuzz_graph_in_edges(uint32_t v, uint64_t *begin, uint64_t *end)
+void fuzz_graph_slot_edges(uint32_t v, bool out, uint64_t *begin, uint64_t *end)
 {
 	graph_build();
-	*begin = graph_first[v];
-	*end = graph_first[v + 1];
+	*begin = out ? out_first[v] : graph_first[v];
+	*end = out ? out_first[v + 1] : graph_first[v + 1];
 }
 
-uint64_t fuzz_graph_src(uint64_t e)
+uint64_t fuzz_graph_out_edge(uint64_t pos)
 {
-	return (e * 7 + 3) % FUZZ_GRAPH_NODES;
+	graph_build();
+	return out_eid[pos];
 }
 
 uint64_t fuzz_graph_num_edges(void)
 {
 	graph_build();
 	return graph_first[FUZZ_GRAPH_NODES];
+}
+
+uint32_t fuzz_graph_dst(uint64_t e)
+{
+	graph_build();
+	return graph_dst[e];
 }
 
 void fuzz_graph_edge_range(uint32_t part, uint64_t *lo, uint64_t *hi)
@@ -98,11 +128,14 @@ void fuzz_graph_edge_range(uint32_t part, uint64_t *lo, uint64_t *hi)
 }
 
 /* This part's rows of the graph's tables, as rdps_graph_part_tables lays
- * them out (rdps/graph.h). */
+ * them out for a graph of one node and one edge type (rdps/graph.h: a slot
+ * is a node). */
 struct graph_rows {
-	uint64_t node_off[3], edge_off[3];
-	int64_t indptr[20 * 2];
-	int64_t *edges;
+	uint64_t node_off[3], edge_off[3], out_off[3];
+	int64_t inptr[20 * 2], outptr[20 * 2];
+	int64_t *edges, *outedges;
+	float *prob;
+	double *w64;
 	float feat[20 * 3];
 	int64_t label[20];
 	uint8_t mask[20];
@@ -110,27 +143,31 @@ struct graph_rows {
 
 static void graph_rows(uint32_t part, struct graph_rows *g)
 {
-	uint64_t lo, hi;
+	uint64_t lo, hi, olo = out_first[part * 20], ohi = out_first[part * 20 + 20];
 
 	fuzz_graph_edge_range(part, &lo, &hi);
-	g->node_off[0] = 0;
-	g->node_off[1] = 20;
-	g->node_off[2] = FUZZ_GRAPH_NODES;
-	g->edge_off[0] = 0;
-	g->edge_off[1] = graph_first[20];
-	g->edge_off[2] = graph_first[FUZZ_GRAPH_NODES];
-	g->edges = calloc(hi - lo ? hi - lo : 1, 4 * sizeof(int64_t));
-	FUZZ_CHECK(g->edges != NULL);
+	for (int i = 0; i < 3; i++) {
+		g->node_off[i] = (uint64_t)i * 20;
+		g->edge_off[i] = graph_first[i * 20];
+		g->out_off[i] = out_first[i * 20];
+	}
+	g->edges = calloc(hi - lo + 1, 4 * sizeof(int64_t));
+	g->prob = calloc(hi - lo + 1, sizeof(float));
+	g->w64 = calloc(hi - lo + 1, sizeof(double));
+	g->outedges = calloc(ohi - olo + 1, 3 * sizeof(int64_t));
+	FUZZ_CHECK(g->edges && g->prob && g->w64 && g->outedges);
 	for (uint32_t i = 0; i < 20; i++) {
 		uint32_t v = part * 20 + i;
 
-		g->indptr[2 * i] = (int64_t)graph_first[v];
-		g->indptr[2 * i + 1] = (int64_t)graph_first[v + 1];
+		g->inptr[2 * i] = (int64_t)graph_first[v];
+		g->inptr[2 * i + 1] = (int64_t)graph_first[v + 1];
 		if (i == 19) {
 			/* damaged: past the part's edges */
-			g->indptr[2 * i] = (int64_t)hi;
-			g->indptr[2 * i + 1] = (int64_t)hi + 2;
+			g->inptr[2 * i] = (int64_t)hi;
+			g->inptr[2 * i + 1] = (int64_t)hi + 2;
 		}
+		g->outptr[2 * i] = (int64_t)out_first[v];
+		g->outptr[2 * i + 1] = (int64_t)out_first[v + 1];
 		for (int k = 0; k < 3; k++)
 			g->feat[3 * i + k] = (float)v + 0.25f * (float)k;
 		g->label[i] = v % 5;
@@ -143,6 +180,16 @@ static void graph_rows(uint32_t part, struct graph_rows *g)
 		r[1] = graph_dst[e];
 		r[2] = (int64_t)(e % FUZZ_GRAPH_ETYPES);
 		r[3] = (int64_t)e;
+		g->prob[e - lo] = fuzz_graph_weight(e);
+		g->w64[e - lo] = fuzz_graph_weight(e);
+	}
+	for (uint64_t q = olo; q < ohi; q++) {
+		int64_t *r = g->outedges + 3 * (q - olo);
+		uint64_t e = out_eid[q];
+
+		r[0] = graph_dst[e];
+		r[1] = (int64_t)e;
+		r[2] = (int64_t)(e % FUZZ_GRAPH_ETYPES);
 	}
 }
 
@@ -206,16 +253,29 @@ static void start_server(int idx)
 	graph_build();
 	if (!g[fs->id].edges)
 		graph_rows(fs->id, &g[fs->id]);
-	ro_table(&cfg.tables[FUZZ_T_INDPTR], RDPS_GRAPH_INDPTR, FUZZ_GRAPH_NODES,
-		 g[fs->id].node_off, RDPS_DTYPE_I64, 2, g[fs->id].indptr);
-	ro_table(&cfg.tables[FUZZ_T_EDGES], RDPS_GRAPH_EDGES, graph_first[FUZZ_GRAPH_NODES],
-		 g[fs->id].edge_off, RDPS_DTYPE_I64, 4, g[fs->id].edges);
-	ro_table(&cfg.tables[FUZZ_T_FEAT], RDPS_GRAPH_NDATA_PREFIX "feat", FUZZ_GRAPH_NODES,
-		 g[fs->id].node_off, RDPS_DTYPE_F32, 3, g[fs->id].feat);
-	ro_table(&cfg.tables[FUZZ_T_LABEL], RDPS_GRAPH_NDATA_PREFIX "label", FUZZ_GRAPH_NODES,
-		 g[fs->id].node_off, RDPS_DTYPE_I64, 1, g[fs->id].label);
-	ro_table(&cfg.tables[FUZZ_T_MASK], RDPS_GRAPH_NDATA_PREFIX "mask", FUZZ_GRAPH_NODES,
-		 g[fs->id].node_off, RDPS_DTYPE_U8, 1, g[fs->id].mask);
+	{
+		const struct graph_rows *gr = &g[fs->id];
+		uint64_t ne = graph_first[FUZZ_GRAPH_NODES], no = out_first[FUZZ_GRAPH_NODES];
+
+		ro_table(&cfg.tables[FUZZ_T_INDPTR], RDPS_GRAPH_INDPTR, FUZZ_GRAPH_NODES,
+			 gr->node_off, RDPS_DTYPE_I64, 2, gr->inptr);
+		ro_table(&cfg.tables[FUZZ_T_EDGES], RDPS_GRAPH_EDGES, ne, gr->edge_off,
+			 RDPS_DTYPE_I64, 4, gr->edges);
+		ro_table(&cfg.tables[FUZZ_T_OUTPTR], RDPS_GRAPH_OUTPTR, FUZZ_GRAPH_NODES,
+			 gr->node_off, RDPS_DTYPE_I64, 2, gr->outptr);
+		ro_table(&cfg.tables[FUZZ_T_OUTEDGES], RDPS_GRAPH_OUTEDGES, no, gr->out_off,
+			 RDPS_DTYPE_I64, 3, gr->outedges);
+		ro_table(&cfg.tables[FUZZ_T_PROB], RDPS_GRAPH_EDATA_PREFIX "prob", ne,
+			 gr->edge_off, RDPS_DTYPE_F32, 1, gr->prob);
+		ro_table(&cfg.tables[FUZZ_T_W64], RDPS_GRAPH_EDATA_PREFIX "w64", ne,
+			 gr->edge_off, RDPS_DTYPE_F64, 1, gr->w64);
+		ro_table(&cfg.tables[FUZZ_T_FEAT], RDPS_GRAPH_NDATA_PREFIX "feat",
+			 FUZZ_GRAPH_NODES, gr->node_off, RDPS_DTYPE_F32, 3, gr->feat);
+		ro_table(&cfg.tables[FUZZ_T_LABEL], RDPS_GRAPH_NDATA_PREFIX "label",
+			 FUZZ_GRAPH_NODES, gr->node_off, RDPS_DTYPE_I64, 1, gr->label);
+		ro_table(&cfg.tables[FUZZ_T_MASK], RDPS_GRAPH_NDATA_PREFIX "mask",
+			 FUZZ_GRAPH_NODES, gr->node_off, RDPS_DTYPE_U8, 1, gr->mask);
+	}
 	if (idx == FUZZ_CKPT_SERVER) {
 		snprintf(fs->ckpt_dir, sizeof(fs->ckpt_dir), "%s/ckpt-%d", work, idx);
 		FUZZ_CHECK(!mkdir(fs->ckpt_dir, 0700) || errno == EEXIST);
@@ -472,6 +532,23 @@ static int unacked(int fd)
 	return outq > unsent ? outq - unsent : 0;
 }
 
+/* Bytes fd sent that its peer, peer_fd (the other end, in this process),
+ * has not received yet: in flight on the loopback. From the two ends' byte
+ * counts, not from ACKs: a receiver delays its ACKs (40 ms and more), and
+ * bytes it holds are not in flight; waiting for the ACK of every reply
+ * made an input of 70 requests take 5 s. Without the peer's end (not
+ * accepted yet), the bytes not acked. */
+static uint64_t in_flight_bytes(int fd, int peer_fd)
+{
+	uint64_t sent, received, peer_sent, peer_received;
+
+	if (fuzz_tcp_bytes(fd, &sent, &received))
+		return 0; /* reset, closed: nothing flies */
+	if (fuzz_tcp_bytes(peer_fd, &peer_sent, &peer_received))
+		return (uint64_t)unacked(fd);
+	return sent > peer_received ? sent - peer_received : 0;
+}
+
 static bool in_flight(struct fuzz_conn *conns, int nconns)
 {
 	for (int i = 0; i < nconns; i++) {
@@ -481,7 +558,8 @@ static bool in_flight(struct fuzz_conn *conns, int nconns)
 			continue;
 		/* Replies to a client that does not read stay where they
 		 * are: only a reader's are waited for. */
-		if (unacked(c->fd) || (c->reading && unacked(server_end(c))))
+		if (in_flight_bytes(c->fd, server_end(c)) ||
+		    (c->reading && in_flight_bytes(server_end(c), c->fd)))
 			return true;
 	}
 	return false;
@@ -547,6 +625,7 @@ bool fuzz_conn_drain(struct fuzz_conn *c)
 			got = true;
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 			c->eof = true; /* closed (FIN or reset) by the server */
+			c->reset = n < 0;
 			got = true;
 		} else if (errno == EAGAIN) {
 			break;
@@ -844,7 +923,8 @@ static enum reply_rule reply_rule(enum rdps_req_type t)
 _Static_assert(sizeof(struct rdps_server_stats) == 896, "the stats reply of wire version 3");
 
 static const char *const config_names[FUZZ_NUM_TABLES] = {
-	"entity", "relation", RDPS_GRAPH_INDPTR, RDPS_GRAPH_EDGES,
+	"entity", "relation", RDPS_GRAPH_INDPTR, RDPS_GRAPH_EDGES, RDPS_GRAPH_OUTPTR,
+	RDPS_GRAPH_OUTEDGES, RDPS_GRAPH_EDATA_PREFIX "prob", RDPS_GRAPH_EDATA_PREFIX "w64",
 	RDPS_GRAPH_NDATA_PREFIX "feat", RDPS_GRAPH_NDATA_PREFIX "label",
 	RDPS_GRAPH_NDATA_PREFIX "mask",
 };
@@ -866,32 +946,44 @@ static void check_desc(const struct rdps_table_desc *d)
 		FUZZ_CHECK(!strcmp(d->name, config_names[d->table_id]));
 }
 
-/* The edges of one seed: in-edges of one node of this server, in
- * increasing edge id, each with its source and type. */
-static bool sample_seed_ok(const struct fuzz_server *fs, const uint8_t *e, uint32_t k)
+/* The edges of one slot in a sample reply, k triples (other node, edge id,
+ * type): edges of one node of this server (in: its in-edges, each with its
+ * source; out: its out-edges, each with its destination), in increasing
+ * position (= edge id; repeats only with replacement). Never the damaged
+ * node's in-edges (the server answers -EIO for them). */
+static bool slot_edges_ok(const struct fuzz_server *fs, const uint8_t *e, uint32_t k, bool out,
+			  bool repeats)
 {
-	uint64_t lo, hi, prev = 0;
+	uint64_t prev = 0, ne = fuzz_graph_num_edges();
 	uint32_t node = 0;
 
-	fuzz_graph_edge_range(fs->id, &lo, &hi);
 	for (uint32_t j = 0; j < k; j++, e += RDPS_SAMPLE_EDGE_BYTES) {
 		int64_t v[3];
+		uint64_t eid;
+		uint32_t owner;
 
 		memcpy(v, e, sizeof(v));
-		if (v[1] < (int64_t)lo || v[1] >= (int64_t)hi || (j && (uint64_t)v[1] <= prev) ||
-		    (uint64_t)v[0] != fuzz_graph_src((uint64_t)v[1]) ||
-		    v[2] != v[1] % FUZZ_GRAPH_ETYPES || (j && graph_dst[v[1]] != node))
+		if (v[1] < 0 || (uint64_t)v[1] >= ne)
 			return false;
-		node = graph_dst[v[1]];
-		prev = (uint64_t)v[1];
+		eid = (uint64_t)v[1];
+		owner = out ? (uint32_t)fuzz_graph_src(eid) : graph_dst[eid];
+		if (owner / 20 != fs->id || (!out && owner % 20 == 19) ||
+		    v[0] != (int64_t)(out ? graph_dst[eid] : fuzz_graph_src(eid)) ||
+		    v[2] != (int64_t)(eid % FUZZ_GRAPH_ETYPES))
+			return false;
+		if (j && (owner != node || eid < prev || (eid == prev && !repeats)))
+			return false;
+		node = owner;
+		prev = eid;
 	}
-	return !k || k <= fuzz_graph_degree(node);
+	return true;
 }
 
-/* A sample reply for n seeds: n counts (padded to 8 bytes), then the
- * edges. true if len and the edges fit that n. */
+/* A sample reply for n slots: n counts (padded to 8 bytes), then the
+ * edges, slot after slot. true if len and the edges fit that n in one
+ * direction. */
 static bool sample_fits(const struct fuzz_server *fs, const uint8_t *p, uint32_t len,
-			uint32_t n)
+			uint32_t n, bool out, bool repeats)
 {
 	size_t head = ((size_t)n * 4 + 7) & ~(size_t)7, edges = 0, at;
 
@@ -907,37 +999,153 @@ static bool sample_fits(const struct fuzz_server *fs, const uint8_t *p, uint32_t
 	}
 	if (head + edges * RDPS_SAMPLE_EDGE_BYTES != len)
 		return false;
+	for (uint32_t i = (uint32_t)n * 4; i < head; i++)
+		if (p[i])
+			return false; /* padding */
 	at = head;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t k;
 
 		memcpy(&k, p + 4 * i, 4);
-		if (!sample_seed_ok(fs, p + at, k))
+		if (!slot_edges_ok(fs, p + at, k, out, repeats))
 			return false;
 		at += (size_t)k * RDPS_SAMPLE_EDGE_BYTES;
 	}
 	return true;
 }
 
-void fuzz_check_sample(const struct fuzz_server *fs, const uint8_t *p, uint32_t len,
-		       uint32_t n, uint32_t fanout, const uint64_t *seeds)
+/* Whether edge id e is among the request's sorted excluded ids. */
+static bool excluded(const uint64_t *excl, uint32_t n, uint64_t e)
 {
-	size_t at = ((size_t)n * 4 + 7) & ~(size_t)7;
+	uint32_t lo = 0, hi = n;
 
-	FUZZ_CHECK(sample_fits(fs, p, len, n));
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t k, deg = fuzz_graph_degree((uint32_t)seeds[i]);
-		int64_t first;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
 
-		memcpy(&k, p + 4 * i, 4);
-		/* all of its in-edges, or fanout of them */
-		FUZZ_CHECK(k == (deg < fanout ? deg : fanout));
-		if (k) {
-			memcpy(&first, p + at + 8, sizeof(first));
-			FUZZ_CHECK(graph_dst[first] == seeds[i]);
-		}
-		at += (size_t)k * RDPS_SAMPLE_EDGE_BYTES;
+		if (excl[mid] < e)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return lo < n && excl[lo] == e;
+}
+
+/*
+ * One slot's expected picks, from the model of the graph (not from the
+ * server's tables): its edges (positions [begin, end)), which of them are
+ * excluded, their weights (the group's prob table, a row per edge id less
+ * prob_shift, all on this server: else the server refuses), how many it
+ * must pick (!replace: min(eligible, fanout); replace: fanout if any is
+ * eligible), and, as rdps_sample_pick makes them from (seed, slot,
+ * direction) for the client's one-sided path too, which.
+ */
+static void check_slot(const struct fuzz_server *fs, const struct rdps_sample_req *r,
+		       const struct rdps_sample_group *g, const uint64_t *excl, uint64_t v,
+		       uint32_t k, const uint8_t *edges)
+{
+	bool out = r->flags & RDPS_SAMPLE_F_OUT, replace = r->flags & RDPS_SAMPLE_F_REPLACE;
+	bool weighted = g->prob_table != RDPS_SAMPLE_NO_PROB;
+	static uint64_t pos[RDPS_SAMPLE_MAX_FANOUT];
+	struct rdps_sample_scratch sc = { 0 };
+	uint64_t begin, end, deg, nexcl = 0, eligible = 0, elo, ehi, want;
+	uint64_t *xpos;
+	double *w;
+	int got;
+
+	/* Success: a slot of this server (the damaged one only out). */
+	FUZZ_CHECK(v / 20 == fs->id && (out || v % 20 != 19));
+	fuzz_graph_slot_edges((uint32_t)v, out, &begin, &end);
+	fuzz_graph_edge_range(fs->id, &elo, &ehi);
+	deg = end - begin;
+	xpos = malloc((deg + 1) * sizeof(*xpos));
+	w = malloc((deg + 1) * sizeof(*w));
+	FUZZ_CHECK(xpos && w);
+	if (weighted)
+		FUZZ_CHECK((g->prob_table == FUZZ_T_PROB && g->prob_dtype == RDPS_DTYPE_F32) ||
+			   (g->prob_table == FUZZ_T_W64 && g->prob_dtype == RDPS_DTYPE_F64));
+	for (uint64_t q = 0; q < deg; q++) {
+		uint64_t e = out ? fuzz_graph_out_edge(begin + q) : begin + q;
+		bool gone = excluded(excl, r->num_exclude, e);
+
+		if (gone)
+			xpos[nexcl++] = q;
+		w[q] = 1;
+		if (weighted) {
+			uint64_t row = e - (uint64_t)g->prob_shift;
+
+			FUZZ_CHECK(row >= elo && row < ehi); /* else -EIO */
+			w[q] = fuzz_graph_weight(row);
+		}
+		eligible += !gone && w[q] > 0;
+	}
+	want = replace ? (eligible ? g->fanout : 0) : (eligible < g->fanout ? eligible : g->fanout);
+	if (k != want)
+		fprintf(stderr, "fuzz: sample of slot %llu (%s, fanout %u%s%s): %u edges, want "
+			"%llu of %llu eligible\n", (unsigned long long)v, out ? "out" : "in",
+			g->fanout, replace ? ", replace" : "", weighted ? ", weighted" : "", k,
+			(unsigned long long)want, (unsigned long long)eligible);
+	FUZZ_CHECK(k == want);
+	got = rdps_sample_pick(r->seed, v, out, deg, g->fanout, replace, weighted ? w : NULL,
+			       xpos, nexcl, pos, &sc);
+	FUZZ_CHECK(got == (int)k);
+	for (uint32_t j = 0; j < k; j++, edges += RDPS_SAMPLE_EDGE_BYTES) {
+		uint64_t e = out ? fuzz_graph_out_edge(begin + pos[j]) : begin + pos[j];
+		int64_t eid;
+
+		memcpy(&eid, edges + 8, sizeof(eid));
+		/* never an excluded edge or one of weight 0 */
+		FUZZ_CHECK(!excluded(excl, r->num_exclude, (uint64_t)eid));
+		FUZZ_CHECK(w[pos[j]] > 0);
+		FUZZ_CHECK((uint64_t)eid == e);
+	}
+	rdps_sample_scratch_free(&sc);
+	free(xpos);
+	free(w);
+}
+
+void fuzz_check_sample(const struct fuzz_server *fs, const uint8_t *p, uint32_t len,
+		       const uint8_t *req, uint32_t req_len)
+{
+	struct rdps_sample_req r;
+	const uint64_t *slots, *excl;
+	uint64_t *words;
+	char why[256];
+	size_t at;
+	uint32_t i = 0;
+
+	/* A success only for a request the wire check takes. */
+	FUZZ_CHECK(!rdps_wire_check_sample(req, req_len, why, sizeof(why)));
+	memcpy(&r, req, sizeof(r));
+	FUZZ_CHECK(r.flags & RDPS_SAMPLE_F_OUT ? r.indptr_table == FUZZ_T_OUTPTR &&
+						  r.edges_table == FUZZ_T_OUTEDGES
+					      : r.indptr_table == FUZZ_T_INDPTR &&
+						  r.edges_table == FUZZ_T_EDGES);
+	FUZZ_CHECK(sample_fits(fs, p, len, r.n, r.flags & RDPS_SAMPLE_F_OUT,
+			       r.flags & RDPS_SAMPLE_F_REPLACE));
+	/* aligned copies of the slots and excluded ids */
+	words = malloc(((size_t)r.n + r.num_exclude + 1) * 8);
+	FUZZ_CHECK(words != NULL);
+	memcpy(words, req + sizeof(r) + (size_t)r.num_groups * sizeof(struct rdps_sample_group),
+	       ((size_t)r.n + r.num_exclude) * 8);
+	slots = words;
+	excl = words + r.n;
+	for (uint32_t x = 1; x < r.num_exclude; x++)
+		FUZZ_CHECK(excl[x - 1] <= excl[x]); /* else refused */
+	at = ((size_t)r.n * 4 + 7) & ~(size_t)7;
+	for (uint32_t gi = 0; gi < r.num_groups; gi++) {
+		struct rdps_sample_group g;
+
+		memcpy(&g, req + sizeof(r) + (size_t)gi * sizeof(g), sizeof(g));
+		for (uint32_t c = 0; c < g.count; c++, i++) {
+			uint32_t k;
+
+			memcpy(&k, p + 4 * i, 4);
+			check_slot(fs, &r, &g, excl, slots[i], k, p + at);
+			at += (size_t)k * RDPS_SAMPLE_EDGE_BYTES;
+		}
+	}
+	FUZZ_CHECK(at == len);
+	free(words);
 }
 
 void fuzz_check_reply(const struct fuzz_server *fs, uint8_t type, const uint8_t *payload,
@@ -977,9 +1185,11 @@ void fuzz_check_reply(const struct fuzz_server *fs, uint8_t type, const uint8_t 
 		break;
 	}
 	case RULE_SAMPLE:
-		/* The seed count is the request's: some n must fit. */
+		/* The slot count and the direction are the request's: some n
+		 * must fit one way (repeats: it may have asked for them). */
 		for (uint32_t n = 1; !fits && ((size_t)n * 4 + 7) / 8 * 8 <= len; n++)
-			fits = sample_fits(fs, payload, len, n);
+			fits = sample_fits(fs, payload, len, n, false, true) ||
+			       sample_fits(fs, payload, len, n, true, true);
 		FUZZ_CHECK(fits);
 		break;
 	}
@@ -1030,7 +1240,14 @@ void fuzz_check_stream(const struct fuzz_server *fs, const struct fuzz_conn *c,
 		memcpy(&h, c->out + off, sizeof(h));
 		FUZZ_CHECK(h.magic == RDPS_WIRE_MAGIC && h.version == RDPS_WIRE_VERSION);
 		FUZZ_CHECK(h.flags == 0 && h.len <= RDPS_WIRE_MAX_FRAME);
-		FUZZ_CHECK(c->len - off - sizeof(h) >= h.len);
+		if (c->len - off - sizeof(h) < h.len) {
+			/* A reset drops what the server had not sent yet
+			 * (it closed with bytes of ours unread): its stream
+			 * may end in a frame; a FIN's never does. */
+			FUZZ_CHECK(c->reset);
+			off = c->len;
+			break;
+		}
 		/* A refused handshake is the last frame. */
 		FUZZ_CHECK(!refused);
 		off += sizeof(h) + h.len;
@@ -1095,7 +1312,7 @@ void fuzz_check_stream(const struct fuzz_server *fs, const struct fuzz_conn *c,
 		if (each_reply)
 			each_reply(ctx, &h, payload);
 	}
-	FUZZ_CHECK(off == c->len);
+	FUZZ_CHECK(off == c->len || c->reset);
 	/* A refused handshake closes the connection (seen if it was read). */
 	if (refused && c->settled)
 		FUZZ_CHECK(c->eof);

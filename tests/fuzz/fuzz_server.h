@@ -14,11 +14,15 @@
  *
  *   0 "entity"         64 x 4 float32, Adagrad
  *   1 "relation"        8 x 3 float32, SGD (odd dim: pushes carry padding)
- *   2 graph:indptr     int64 x 2 per node, read-only  } a small graph as
- *   3 graph:edges      int64 x 4 per edge, read-only  } rdps server --graph
- *   4 "ndata:feat"     float32 x 3, read-only           serves it (fuzz_graph_*)
- *   5 "ndata:label"    int64 x 1, read-only
- *   6 "ndata:mask"     uint8 x 1, read-only
+ *   2 graph:indptr     int64 x 2 per in-slot   } a small graph as rdps server
+ *   3 graph:edges      int64 x 4 per edge      } --graph serves one (read-only,
+ *   4 graph:outptr     int64 x 2 per out-slot  } rdps/graph.h; fuzz_graph_*)
+ *   5 graph:outedges   int64 x 3 per out-edge
+ *   6 "edata:prob"     float32 per edge (weights)
+ *   7 "edata:w64"      float64 per edge
+ *   8 "ndata:feat"     float32 x 3
+ *   9 "ndata:label"    int64 x 1
+ *  10 "ndata:mask"     uint8 x 1
  *
  * so every request type reaches real code: TABLE (create, lookup, drop,
  * set_optimizer against a table budget), SET, SAMPLE (graph_sample.c over
@@ -58,24 +62,36 @@
 #define FUZZ_T_RELATION 1
 #define FUZZ_T_INDPTR 2
 #define FUZZ_T_EDGES 3
-#define FUZZ_T_FEAT 4
-#define FUZZ_T_LABEL 5
-#define FUZZ_T_MASK 6
-#define FUZZ_NUM_TABLES 7
+#define FUZZ_T_OUTPTR 4
+#define FUZZ_T_OUTEDGES 5
+#define FUZZ_T_PROB 6
+#define FUZZ_T_W64 7
+#define FUZZ_T_FEAT 8
+#define FUZZ_T_LABEL 9
+#define FUZZ_T_MASK 10
+#define FUZZ_NUM_TABLES 11
 
-/* The graph: nodes [0, 20) are server 0's, [20, 40) server 1's; node v has
+/* The graph: one node type and one edge type, so a slot is a node. Nodes
+ * [0, 20) are server 0's, [20, 40) server 1's; node v has
  * fuzz_graph_degree(v) in-edges, their ids part after part, node after
- * node; one node per part has more in-edges than the largest fanout. The
- * last node of each part is damaged: its offsets point past the part's
- * edges (the server answers -EIO, "a corrupt graph part"). */
+ * node, and edge e comes from fuzz_graph_src(e) (its out-edges are held
+ * by the source's part, by edge id). One node per part has more in-edges
+ * than the largest fanout. The last node of each part is damaged: its
+ * in-edge offsets point past the part's edges (the server answers -EIO, "a
+ * corrupt graph part"). Edge weights: edata:prob (float32) and edata:w64
+ * (float64), fuzz_graph_weight(e), zero for some edges. */
 #define FUZZ_GRAPH_NODES 40
 #define FUZZ_GRAPH_ETYPES 3
 #define FUZZ_GRAPH_BIG_NODE(part) ((part) * 20u + 7u)
 uint32_t fuzz_graph_degree(uint32_t v);
-/* In-edges [*begin, *end) of node v (its global edge ids), the source of
- * edge e and the range of edges [*lo, *hi) server part holds. */
-void fuzz_graph_in_edges(uint32_t v, uint64_t *begin, uint64_t *end);
 uint64_t fuzz_graph_src(uint64_t e);
+uint32_t fuzz_graph_dst(uint64_t e);
+float fuzz_graph_weight(uint64_t e);
+/* Slot v's edges: in-edge ids [*begin, *end), or out-edge positions
+ * (fuzz_graph_out_edge gives a position's edge id). */
+void fuzz_graph_slot_edges(uint32_t v, bool out, uint64_t *begin, uint64_t *end);
+uint64_t fuzz_graph_out_edge(uint64_t pos);
+/* The edges [*lo, *hi) server part holds (in-edges: by destination). */
 void fuzz_graph_edge_range(uint32_t part, uint64_t *lo, uint64_t *hi);
 uint64_t fuzz_graph_num_edges(void);
 
@@ -96,6 +112,10 @@ struct fuzz_server {
 
 extern struct fuzz_server fuzz_servers[FUZZ_NUM_SERVERS];
 
+/* Bytes a TCP socket sent (each once) and received in order, from the
+ * kernel (TCP_INFO): -1 unless it is established. */
+int fuzz_tcp_bytes(int fd, uint64_t *sent, uint64_t *received);
+
 /* Starts the four servers (aborts if one cannot start). */
 void fuzz_servers_start(void);
 /* Fills in what each server is (id, secret, ...) without starting it: for
@@ -110,6 +130,7 @@ struct fuzz_conn {
 	uint8_t *out;         /* bytes received from the server */
 	size_t len, cap;
 	bool eof;             /* the server closed the connection */
+	bool reset;           /* ... with a reset (what it had not sent is lost) */
 	bool remote;          /* made from 127.0.0.2: a peer from elsewhere */
 	bool reading;         /* false: the client leaves its replies unread */
 	bool settled;         /* everything the server sent was read (fuzz_settle) */
@@ -176,7 +197,7 @@ struct fuzz_stream_info {
 /*
  * The oracle of everything fs sent on c: only complete, well-formed frames
  * (magic, version, flags 0, length within the limit; the stream ends at a
- * frame boundary); a challenge only from a server with a secret, once, 32
+ * frame boundary unless the server reset the connection); a challenge only from a server with a secret, once, 32
  * bytes, before any welcome; at most one welcome, after the challenge when
  * the server has a secret, valid for the client's own parser, flagged
  * authenticated exactly then, listing the server's own tables first, with
@@ -202,11 +223,15 @@ void fuzz_check_stream(const struct fuzz_server *fs, const struct fuzz_conn *c,
 void fuzz_check_reply(const struct fuzz_server *fs, uint8_t type, const uint8_t *payload,
 		      uint32_t len);
 
-/* A sample reply of fs for the request's n seeds and fanout, exactly: each
- * seed's count is min(its in-degree, fanout), its edges are its in-edges
- * (source, type) in increasing edge id. */
+/* A sample reply of fs to request req (req_len bytes), exactly: the
+ * request well-formed, each slot one of this server's, its count what the
+ * model of the graph says (fanout, or min(eligible edges, fanout) without
+ * replacement; never an excluded edge or one of weight 0), its edges
+ * (other node, edge id, type) the ones rdps_sample_pick picks from (seed,
+ * slot, direction) with the model's weights and exclusions, in increasing
+ * position. */
 void fuzz_check_sample(const struct fuzz_server *fs, const uint8_t *payload, uint32_t len,
-		       uint32_t n, uint32_t fanout, const uint64_t *seeds);
+		       const uint8_t *req, uint32_t req_len);
 
 /* The handshake frames a client sends to fs (hello, and with a secret the
  * AUTH its deterministic challenge asks for; bad_mac flips a bit of it),
