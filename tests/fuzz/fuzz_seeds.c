@@ -1109,6 +1109,88 @@ static void pack_dir(struct buf *b, const char *dir)
 	}
 }
 
+/* A heterograph (two node types, three etypes, node and edge data of
+ * several dtypes) partitioned from arrays, as Python's partition_graph
+ * does: both parts, with and without the harness's checksum fix-up. */
+static void seeds_graph_hetero(const char *tmp)
+{
+	enum { NU = 9, NI = 5, EF = 14, EB = 11 };
+	int64_t fs[EF], fd[EF], bs[EB], bd[EB];
+	float ufeat[NU * 2], prob[EB];
+	uint16_t iscore[NI];
+	uint8_t ubool[NU];
+	int64_t ulabel[NU];
+	struct rdps_graph_array udata[3] = {
+		{ .name = "feat", .dtype = "float32", .ndim = 2, .shape = { NU, 2 }, .data = ufeat },
+		{ .name = "label", .dtype = "int64", .ndim = 1, .shape = { NU }, .data = ulabel },
+		{ .name = "train_mask", .dtype = "bool", .ndim = 1, .shape = { NU }, .data = ubool },
+	};
+	struct rdps_graph_array idata[1] = {
+		{ .name = "score", .dtype = "float16", .ndim = 1, .shape = { NI }, .data = iscore },
+	};
+	struct rdps_graph_array edata[1] = {
+		{ .name = "prob", .dtype = "float32", .ndim = 1, .shape = { EB }, .data = prob },
+	};
+	struct rdps_graph_ntype_input nts[2] = {
+		{ .name = "user", .num_nodes = NU, .num_data = 3, .data = udata },
+		{ .name = "item", .num_nodes = NI, .num_data = 1, .data = idata },
+	};
+	struct rdps_graph_etype_input ets[3] = {
+		{ .src = "user", .name = "follows", .dst = "user", .num_edges = EF,
+		  .src_ids = fs, .dst_ids = fd },
+		{ .src = "user", .name = "buys", .dst = "item", .num_edges = EB, .src_ids = bs,
+		  .dst_ids = bd, .num_data = 1, .data = edata },
+		{ .src = "item", .name = "bought-by", .dst = "user", .num_edges = EB,
+		  .src_ids = bd, .dst_ids = bs },
+	};
+	struct rdps_graph_input in = { .name = "fuzz-hetero", .num_ntypes = 2, .ntypes = nts,
+				       .num_etypes = 3, .etypes = ets, .num_classes = 3 };
+	struct rdps_graph_partition_opts o = { 0 };
+	struct rdps_graph_partition_result res;
+	char out[1100], err[512];
+	struct buf b = { 0 };
+
+	for (int i = 0; i < EF; i++) {
+		fs[i] = (i * 4 + 1) % NU;
+		fd[i] = (i * 5 + 2) % NU;
+	}
+	for (int i = 0; i < EB; i++) {
+		bs[i] = (i * 2) % NU;
+		bd[i] = (i * 3 + 1) % NI;
+		prob[i] = i % 3 ? 0.5f * (float)i : 0.0f;
+	}
+	for (int v = 0; v < NU; v++) {
+		ufeat[2 * v] = (float)v;
+		ufeat[2 * v + 1] = 1.0f / (float)(v + 1);
+		ulabel[v] = v % 3;
+		ubool[v] = (uint8_t)(v % 2);
+	}
+	for (int v = 0; v < NI; v++)
+		iscore[v] = (uint16_t)(0x3c00 + v); /* 1.0, ... */
+	snprintf(out, sizeof(out), "%s/hetero", tmp);
+	o.out_dir = out;
+	o.k = 2;
+	o.method = RDPS_PARTITION_RANDOM;
+	o.seed = 3;
+	if (rdps_graph_partition_build_input(&in, &o, &res, err, sizeof(err))) {
+		fprintf(stderr, "fuzz_seeds: heterograph partition: %s\n", err);
+		exit(1);
+	}
+	for (uint8_t part = 0; part < 2; part++) {
+		char name[64];
+
+		reset(&b);
+		put_u8(&b, part);
+		pack_dir(&b, out);
+		snprintf(name, sizeof(name), "hetero-part%u", part);
+		save("graph", name, &b);
+		b.p[0] |= 4;
+		snprintf(name, sizeof(name), "hetero-part%u-fixsums", part);
+		save("graph", name, &b);
+	}
+	free(b.p);
+}
+
 static void seeds_graph(void)
 {
 	static const char *const masks[3] = { "train_mask.npy", "val_mask.npy", "test_mask.npy" };
@@ -1165,7 +1247,12 @@ static void seeds_graph(void)
 		put_u8(&b, part);
 		pack_dir(&b, out);
 		save("graph", part ? "k2-part1" : "k2-part0", &b);
+		/* the harness records the files' sums: mutations reach the
+		 * parsers */
+		b.p[0] |= 4;
+		save("graph", part ? "k2-part1-fixsums" : "k2-part0-fixsums", &b);
 	}
+	seeds_graph_hetero(tmpl);
 	/* Part 2 of 2: refused. */
 	b.p[0] = 2;
 	save("graph", "k2-part2", &b);
