@@ -114,6 +114,10 @@ class SparseOptimizer:
                 "emb_states": states}
 
     def load_local_state_dict(self, state):
+        """Writes back what local_state_dict returned (any trainer's
+        share): each embedding's rows' state, as DGL's. The embeddings
+        must be this optimizer's, their state of the same shape (another
+        optimizer or embedding size is refused naming both)."""
         for name, emb_state in state["emb_states"].items():
             emb = next((e for e in self._params if e.name == name), None)
             if emb is None:
