@@ -604,6 +604,18 @@ void fuzz_conn_close(struct fuzz_conn *c)
 	c->len = c->cap = 0;
 }
 
+/* Whether the peer of fd reset the connection: it is closed, not half
+ * closed (a FIN leaves it in CLOSE_WAIT). A read may report a reset as
+ * the end of the stream (the kernel marks a reset socket done), and a
+ * send may have taken its error first. */
+static bool closed_by_reset(int fd)
+{
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
+
+	return !getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) && ti.tcpi_state == TCP_CLOSE;
+}
+
 bool fuzz_conn_drain(struct fuzz_conn *c)
 {
 	bool got = false;
@@ -625,7 +637,7 @@ bool fuzz_conn_drain(struct fuzz_conn *c)
 			got = true;
 		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 			c->eof = true; /* closed (FIN or reset) by the server */
-			c->reset = n < 0;
+			c->reset |= n < 0 || closed_by_reset(c->fd);
 			got = true;
 		} else if (errno == EAGAIN) {
 			break;
@@ -695,8 +707,12 @@ size_t fuzz_send(struct fuzz_server *fs, struct fuzz_conn *conns, int nconns,
 		ssize_t n = send(c->fd, p + off, want, MSG_NOSIGNAL | MSG_DONTWAIT);
 		bool moved;
 
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			break; /* reset by the server */
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			/* Reset by the server. The send took the reset's
+			 * error: the next read sees an end of stream. */
+			c->reset |= errno == ECONNRESET;
+			break;
+		}
 		if (n > 0)
 			off += (size_t)n;
 		moved = pump_moved(fs, conns, nconns, 0);

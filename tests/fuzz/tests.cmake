@@ -1,6 +1,7 @@
 # libFuzzer targets (see tests/fuzz/README.md). They need clang, so run.sh
 # builds them in a configuration of their own (BUILD/fuzz), then runs each
-# of the 7 for 20 s (two at a time, fixed seeds) and replays
+# of the 7 for a fixed number of inputs, 20 s at most (two at a time, fixed
+# seeds) and replays
 # tests/fuzz/crashes/. Fails on any crash, sanitizer report or FUZZ_CHECK;
 # skipped (77) without clang.
 # Included from tests/CMakeLists.txt.
