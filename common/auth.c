@@ -85,9 +85,13 @@ void rdps_auth_mac(const struct rdps_secret *s, const char *label, const void *a
 		abort();
 	memcpy(buf + n, label, l);
 	n += l;
-	memcpy(buf + n, a, alen);
+	/* Fields may be absent (NULL, 0): memcpy from NULL is undefined even
+	 * for 0 bytes (UBSan stopped every ofi server's first binding). */
+	if (alen)
+		memcpy(buf + n, a, alen);
 	n += alen;
-	memcpy(buf + n, b, blen);
+	if (blen)
+		memcpy(buf + n, b, blen);
 	n += blen;
 	if (clen)
 		memcpy(buf + n, c, clen);

@@ -384,7 +384,12 @@ int tcp_progress(struct rdps_tserver *s, uint32_t thread, int timeout_ms)
 		sc = key - 1 < w->nslots ? w->conns[key - 1] : NULL;
 		if (!sc)
 			continue;
-		if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !sc->closing)
+		/* One waiting for a budget is out of the read set, but epoll
+		 * reports a reset anyway: its client is gone (left open, it
+		 * would be reported at every call). */
+		if ((evs[i].events & (EPOLLHUP | EPOLLERR)) && sc->waiting)
+			cret = -ECONNRESET;
+		else if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !sc->closing)
 			cret = sconn_read(w, sc);
 		if (!cret)
 			cret = sconn_flush(w, sc);

@@ -186,6 +186,7 @@ struct tcp_worker {
 				    * they stopped */
 	bool budget_wake;         /* atomic: another thread released budget */
 	bool reclaim;             /* atomic: free the buffers idle connections keep */
+	uint64_t retry_ns;        /* when paused connections were last retried */
 	uint64_t stall_scan_ns;   /* when connections were last checked for unread replies */
 	struct tcp_link ready;    /* to be served or closed with no event to come */
 	pthread_mutex_t inbox_lock;

@@ -180,18 +180,25 @@ static void buf_emptied(struct tcp_worker *w, struct tcp_sconn *sc, int kind)
 /* Frees the emptied buffers w's connections keep (see buf_emptied): asked
  * of every worker when a connection starts waiting for a budget, so idle
  * connections never hold what a busy one waits for. */
-static void reclaim_idle(struct tcp_worker *w)
+static bool reclaim_idle(struct tcp_worker *w)
 {
+	bool freed = false;
+
 	for (uint32_t i = 0; i < w->nslots; i++) {
 		struct tcp_sconn *sc = w->conns[i];
 
 		if (!sc)
 			continue;
-		if (sc->tx_cap > TCP_BUF_OWN && sc->tx_len == 0)
+		if (sc->tx_cap > TCP_BUF_OWN && sc->tx_len == 0) {
 			buf_free(w, sc, TCP_BUDGET_TX);
-		if (sc->rx_cap > TCP_BUF_OWN && sc->rx_len == 0)
+			freed = true;
+		}
+		if (sc->rx_cap > TCP_BUF_OWN && sc->rx_len == 0) {
 			buf_free(w, sc, TCP_BUDGET_RX);
+			freed = true;
+		}
 	}
+	return freed;
 }
 
 /* One line a second at most while connections wait for a budget: what an
@@ -226,8 +233,10 @@ static void pause_for(struct tcp_worker *w, struct tcp_sconn *sc, int kind, size
 	if (sc->waiting)
 		return;
 	/* Idle connections give back the buffers they keep, on their own
-	 * threads (this one's now). */
-	reclaim_idle(w);
+	 * threads (this one's now; if that made room, sc is retried at once:
+	 * tcp_serve_waiting retries only after a release). */
+	if (reclaim_idle(w))
+		__atomic_store_n(&w->budget_wake, true, __ATOMIC_RELEASE);
 	for (uint32_t i = 0; i < w->ts->nworkers; i++) {
 		struct tcp_worker *o = &w->ts->workers[i];
 
@@ -765,9 +774,18 @@ static int retry_paused(struct tcp_worker *w, struct tcp_sconn *sc, int kind)
  */
 void tcp_serve_waiting(struct tcp_worker *w)
 {
-	__atomic_store_n(&w->budget_wake, false, __ATOMIC_RELAXED);
+	uint64_t now = rdps_now_ns();
+
 	if (__atomic_exchange_n(&w->reclaim, false, __ATOMIC_ACQ_REL))
 		reclaim_idle(w);
+	/* Only when budget was released (or once a second: a release on
+	 * another thread may have missed a connection pausing meanwhile).
+	 * A retry re-arms the connection's reads, and bytes it could not
+	 * take keep it readable: retried at every call, it spun. */
+	if (!__atomic_exchange_n(&w->budget_wake, false, __ATOMIC_ACQ_REL) &&
+	    now - w->retry_ns < TCP_LOG_EVERY_NS)
+		goto ready;
+	w->retry_ns = now;
 	for (int kind = 0; kind < 2; kind++) {
 		for (int pass = 0; pass < 3; pass++) {
 			struct tcp_link *l = w->paused[kind].next, *end = &w->paused[kind];
@@ -797,6 +815,7 @@ void tcp_serve_waiting(struct tcp_worker *w)
 			}
 		}
 	}
+ready:
 	while (link_queued(&w->ready)) {
 		struct tcp_sconn *sc = container_of(w->ready.next, struct tcp_sconn, ready);
 

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
 /* Helpers shared by the fuzz targets; see fuzz_common.h. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +31,21 @@ int __wrap_rdps_random_bytes(void *buf, size_t n)
 	for (size_t i = 0; i < n; i++)
 		p[i] = FUZZ_RANDOM_BYTE(i);
 	return 0;
+}
+
+/* A peer "from elsewhere" (fuzz_server.h): connections from 127.0.0.2 are
+ * not loopback to the servers (-Wl,--wrap=rdps_sock_is_loopback), so the
+ * harness reaches protected mode and observers that are not admins without
+ * a second machine. */
+bool __real_rdps_sock_is_loopback(const struct sockaddr *sa);
+bool __wrap_rdps_sock_is_loopback(const struct sockaddr *sa);
+
+bool __wrap_rdps_sock_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET &&
+	    ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(0x7f000002))
+		return false;
+	return __real_rdps_sock_is_loopback(sa);
 }
 
 _Noreturn void fuzz_fail(const char *file, int line, const char *what)
@@ -88,23 +108,22 @@ size_t fuzz_split(const uint8_t *data, size_t len, const uint8_t **sec, size_t *
 
 static char workdir[256];
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* The work directory and everything in it (targets make directories of
+ * their own there: checkpoints, partitions). */
 static void remove_workdir(void)
 {
-	DIR *d = opendir(workdir);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char path[512];
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", workdir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(workdir);
+	nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Removes the work directories of processes that died without running

@@ -52,6 +52,21 @@ set(RDPS_PYTHON_TEST_ENV
   "PYTHONPATH=${CMAKE_SOURCE_DIR}/python"
   "PYTHONDONTWRITEBYTECODE=1"
   "OPENBLAS_NUM_THREADS=1")
+if(RDPS_SANITIZE)
+  # librdps.so is built with ASan+UBSan (tests/run.sh's build-asan), the
+  # interpreter is not: the ASan runtime must be the first library of the
+  # process, and libstdc++ loaded with it (RDPS_ASAN_PRELOAD, CMakeLists.txt).
+  # The interpreter frees little at exit (torch less), so no leak check here
+  # (the C suites keep theirs); any other report stops the test. Processes
+  # the tests start (rdps servers, launched workers) inherit both.
+  # RDPS_SANITIZED: conftest.py turns DGL's libxsmm kernels off (their
+  # aligned_alloc sizes are refused by ASan).
+  list(APPEND RDPS_PYTHON_TEST_ENV
+    "RDPS_SANITIZED=1"
+    "LD_PRELOAD=${RDPS_ASAN_PRELOAD}"
+    "ASAN_OPTIONS=detect_leaks=0"
+    "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
+endif()
 file(GLOB RDPS_PY_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_*.py)
 set(RDPS_PY_SUITE_example ${CMAKE_CURRENT_LIST_DIR}/test_example.py)
 set(RDPS_PY_SUITE_install ${CMAKE_CURRENT_LIST_DIR}/test_install.py)
