@@ -34,18 +34,18 @@ int __wrap_rdps_random_bytes(void *buf, size_t n)
 }
 
 /* A peer "from elsewhere" (fuzz_server.h): connections from 127.0.0.2 are
- * not loopback to the servers (-Wl,--wrap=rdps_sock_is_loopback), so the
- * harness reaches protected mode and observers that are not admins without
- * a second machine. */
-bool __real_rdps_sock_is_loopback(const struct sockaddr *sa);
-bool __wrap_rdps_sock_is_loopback(const struct sockaddr *sa);
+ * not on the servers' machine (-Wl,--wrap=rdps_sock_is_same_host, the
+ * accept path's question), so the harness reaches protected mode and
+ * observers that are not admins without a second machine. */
+bool __real_rdps_sock_is_same_host(int fd, const struct sockaddr *sa);
+bool __wrap_rdps_sock_is_same_host(int fd, const struct sockaddr *sa);
 
-bool __wrap_rdps_sock_is_loopback(const struct sockaddr *sa)
+bool __wrap_rdps_sock_is_same_host(int fd, const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET &&
 	    ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(0x7f000002))
 		return false;
-	return __real_rdps_sock_is_loopback(sa);
+	return __real_rdps_sock_is_same_host(fd, sa);
 }
 
 _Noreturn void fuzz_fail(const char *file, int line, const char *what)

@@ -33,7 +33,7 @@
  * small (FUZZ_*_BUDGET), so inputs reach their limits.
  *
  * A peer "from elsewhere" is modelled: the fuzz build links with
- * -Wl,--wrap=rdps_sock_is_loopback, and connections the harness makes from
+ * -Wl,--wrap=rdps_sock_is_same_host, and connections the harness makes from
  * 127.0.0.2 (fuzz_conn_open with remote) count as not loopback.
  *
  * Between inputs (fuzz_input_end) the harness puts the servers back: it
